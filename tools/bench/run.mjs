@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+// `pnpm bench [name-filter...]`: runs every workload in tools/bench/workloads/ and prints,
+// for each measurement, its median wall time and its ratio to the baseline (the physical
+// floor) measured in the same run. Benchmarks never pass or fail on absolute times.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { makeContext } from './lib.mjs';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const filters = process.argv.slice(2);
+const files = readdirSync(join(here, 'workloads'))
+  .filter((f) => f.endsWith('.mjs'))
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+  .sort();
+
+if (files.length === 0) {
+  process.stdout.write('bench: no workloads' + (filters.length ? ` match ${filters.join(' ')}` : '') + '\n');
+}
+let failures = 0;
+for (const file of files) {
+  const workload = await import(pathToFileURL(join(here, 'workloads', file)).href);
+  const ctx = makeContext(workload.title ?? file);
+  process.stdout.write(`\n== ${workload.title ?? file}\n`);
+  try {
+    await workload.run(ctx);
+  } catch (error) {
+    failures += 1;
+    process.stdout.write(`bench: ${file} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  } finally {
+    await ctx.cleanup();
+  }
+}
+process.exitCode = failures === 0 ? 0 : 1;

@@ -1,1 +1,47 @@
-export {};
+export {
+  STATE_DIR_PREFIX,
+  STATE_DIR_LINE_PREFIX,
+  STATE_FILES,
+  type StateFileKey,
+  type StateDirNameParts,
+  isValidUnitId,
+  cwdHash,
+  newNonce,
+  stateDirName,
+  isStateDirName,
+  formatStateDirLine,
+  parseOperandLine,
+  systemTempDir,
+} from './names.js';
+export {
+  type PublishOptions,
+  DestinationExistsError,
+  publishAtomic,
+  publishNoReplace,
+  linkNoReplace,
+} from './publish.js';
+export {
+  FALLBACK_HEADER_PATTERN,
+  type FallbackInput,
+  type ResultSummary,
+  ResultSummarySchema,
+  fallbackHeader,
+  resultHeader,
+  isFallbackFirstLine,
+  firstLine,
+  resultShapeLines,
+  pyStrip,
+  renderFallback,
+  responseSiblingPath,
+  parseResultSummary,
+} from './result.js';
+export {
+  MAX_ENTRY_BYTES,
+  type EntryProblem,
+  type EntryRead,
+  readSmallFile,
+  readStateEntry,
+  readResultPathEntry,
+  readDispatchPid,
+  isProcessAlive,
+} from './read.js';

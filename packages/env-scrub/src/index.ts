@@ -1,1 +1,134 @@
-export {};
+/**
+ * The secret scrub applied to a worker's environment (dispatcher-agy.md §3).
+ *
+ * Names are matched with plain substring checks on the upper-cased name: no regular
+ * expression ever runs over the (untrusted) environment, so no input can make it slow.
+ */
+
+/** Name fragments that mark a variable as secret-shaped, anywhere in the upper-cased name. */
+export const SECRET_NAME_PARTS: readonly string[] = Object.freeze([
+  'KEY',
+  'TOKEN',
+  'SECRET',
+  'PASSWORD',
+  'PASSWD',
+  'CREDENTIAL',
+  'APIKEY',
+  'AUTH',
+]);
+
+/** Prefixes that mark a variable as secret-shaped. */
+export const SECRET_NAME_PREFIXES: readonly string[] = Object.freeze(['AWS_']);
+
+/** Prefixes that are always let through: the Antigravity CLI's own session plumbing lives there. */
+export const ALWAYS_KEPT_PREFIXES: readonly string[] = Object.freeze(['ANTIGRAVITY_']);
+
+/** The variable whose comma-separated names are let through the scrub. */
+export const KEEP_ENV_VAR = 'PRUN_KEEP_ENV';
+
+// Python's str.isspace set (what str.strip removes). JS trim differs: it keeps \x1c-\x1f and
+// \x85 but strips U+FEFF, and PRUN_KEEP_ENV must parse exactly as the dispatcher's does.
+const PY_WHITESPACE = new Set(
+  [
+    0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x85, 0xa0, 0x1680, 0x2000, 0x2001,
+    0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f,
+    0x205f, 0x3000,
+  ].map((code) => String.fromCharCode(code)),
+);
+
+function pyStrip(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && PY_WHITESPACE.has(value[start] as string)) start += 1;
+  while (end > start && PY_WHITESPACE.has(value[end - 1] as string)) end -= 1;
+  return value.slice(start, end);
+}
+
+/**
+ * Parses a `PRUN_KEEP_ENV`-style value: comma-separated names, each stripped and upper-cased,
+ * blanks dropped. `undefined` (variable unset) gives an empty list.
+ */
+export function parseKeepList(value: string | undefined | null): string[] {
+  if (value === undefined || value === null) return [];
+  const names: string[] = [];
+  for (const piece of value.split(',')) {
+    const name = pyStrip(piece).toUpperCase();
+    if (name !== '' && !names.includes(name)) names.push(name);
+  }
+  return names;
+}
+
+/** True when the name looks like it holds a secret (§3 rule 2), ignoring the keep rules. */
+export function isSecretName(name: string): boolean {
+  const upper = name.toUpperCase();
+  return (
+    SECRET_NAME_PREFIXES.some((prefix) => upper.startsWith(prefix)) ||
+    SECRET_NAME_PARTS.some((part) => upper.includes(part))
+  );
+}
+
+/** True when the §3 rules let the variable through to the worker. */
+export function isKeptName(name: string, keep: Iterable<string> = []): boolean {
+  return keptByRules(name, upperCasedSet(keep));
+}
+
+function upperCasedSet(names: Iterable<string>): Set<string> {
+  return new Set(Array.from(names, (name) => name.toUpperCase()));
+}
+
+function keptByRules(name: string, upperKeep: ReadonlySet<string>): boolean {
+  const upper = name.toUpperCase();
+  if (upperKeep.has(upper)) return true;
+  if (ALWAYS_KEPT_PREFIXES.some((prefix) => upper.startsWith(prefix))) return true;
+  return !isSecretName(name);
+}
+
+/** Orders by code point, as Python's sorted() does on str (JS sort compares UTF-16 units). */
+export function compareCodePoints(a: string, b: string): number {
+  const left = Array.from(a);
+  const right = Array.from(b);
+  const length = Math.min(left.length, right.length);
+  for (let i = 0; i < length; i += 1) {
+    const diff = (left[i] as string).codePointAt(0)! - (right[i] as string).codePointAt(0)!;
+    if (diff !== 0) return diff;
+  }
+  return left.length - right.length;
+}
+
+export interface ScrubOptions {
+  /**
+   * Names let through the scrub (matched upper-cased). Defaults to the names parsed from the
+   * input environment's `PRUN_KEEP_ENV`.
+   */
+  keep?: Iterable<string> | undefined;
+}
+
+export interface ScrubResult {
+  /** The variables the worker gets, with their original names and values. */
+  env: Record<string, string>;
+  /** The dropped names in their original spelling, sorted by code point. Never values. */
+  withheld: string[];
+}
+
+/** Applies the §3 scrub to an environment. Variables whose value is `undefined` are skipped. */
+export function scrubEnv(
+  env: Readonly<Record<string, string | undefined>>,
+  options: ScrubOptions = {},
+): ScrubResult {
+  const keep = upperCasedSet(options.keep ?? parseKeepList(env[KEEP_ENV_VAR]));
+  const kept: Record<string, string> = {};
+  const withheld: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    // defineProperty, because a variable may be named `__proto__`.
+    if (keptByRules(name, keep)) Object.defineProperty(kept, name, { value, enumerable: true, writable: true, configurable: true });
+    else withheld.push(name);
+  }
+  withheld.sort(compareCodePoints);
+  return { env: kept, withheld };
+}
+
+/** The `env-withheld` file body: names joined by `\n` plus a final `\n`; null when none. */
+export function formatWithheld(withheld: readonly string[]): string | null {
+  return withheld.length === 0 ? null : withheld.join('\n') + '\n';
+}

@@ -1,1 +1,454 @@
-export {};
+/**
+ * Model-naming facts for the Antigravity CLI (dispatcher-agy.md §0.2, §4.1, §8): the default
+ * and second templates, pools, listing parsing, family resolution, effort, and the preflight
+ * decision that turns a routed model plus an `agy models` listing into the model that runs.
+ * Everything here is a pure function over plain data except `locateAgy`, which reads the
+ * file system.
+ */
+import { accessSync, constants as fsConstants, readFileSync, realpathSync, statSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { delimiter, resolve as resolvePath } from 'node:path';
+
+export const DEFAULT_MODEL = 'gemini-3.8-flash-high';
+export const SECOND_MODEL = 'claude-sonnet-5-5-high';
+export const DEFAULT_EFFORT = 'high';
+/** Words that may end a slug as its tier (§8.2). */
+export const TIER_WORDS: readonly string[] = Object.freeze(['low', 'medium', 'high', 'xhigh', 'max', 'thinking']);
+/** Tier words that an absent `ANTIGRAVITY_DISPATCH_EFFORT` lets the slug pass on as effort (§8.5). */
+export const EFFORT_TIERS: readonly string[] = Object.freeze(['low', 'medium', 'high', 'max']);
+export const GEMINI_PREFIXES: readonly string[] = Object.freeze(['gemini-']);
+export const SECOND_PREFIXES: readonly string[] = Object.freeze(['claude-', 'gpt-']);
+export const EFFORT_ENV_VAR = 'ANTIGRAVITY_DISPATCH_EFFORT';
+export const BIN_ENV_VAR = 'ANTIGRAVITY_BIN';
+export const DEFAULT_BIN = 'agy';
+
+export type ModelPool = 'gemini' | 'second';
+
+// Python's str.isspace set: str.strip and str.split() use it; JS trim/\s differ (\x1c-\x1f,
+// \x85 are Python whitespace, U+FEFF is not), and the listing and env values must parse alike.
+const PY_WHITESPACE = new Set(
+  [
+    0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x85, 0xa0, 0x1680, 0x2000, 0x2001,
+    0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f,
+    0x205f, 0x3000,
+  ].map((code) => String.fromCharCode(code)),
+);
+
+function isPyWhitespace(char: string | undefined): boolean {
+  return char !== undefined && PY_WHITESPACE.has(char);
+}
+
+/** Python `str.strip()` with no argument. */
+export function pyStrip(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && isPyWhitespace(value[start])) start += 1;
+  while (end > start && isPyWhitespace(value[end - 1])) end -= 1;
+  return value.slice(start, end);
+}
+
+/**
+ * §8.1 step 5: the first whitespace-separated token of every non-blank stdout line, in
+ * listing order. Lines end at `\n`, `\r\n` or `\r`.
+ */
+export function parseListing(text: string): string[] {
+  const slugs: string[] = [];
+  for (const line of text.split(/\r\n|\r|\n/)) {
+    let start = 0;
+    while (start < line.length && isPyWhitespace(line[start])) start += 1;
+    if (start === line.length) continue;
+    let end = start;
+    while (end < line.length && !isPyWhitespace(line[end])) end += 1;
+    slugs.push(line.slice(start, end));
+  }
+  return slugs;
+}
+
+/** The pool a slug is metered in, by its stripped, lower-cased name; null when unknown. */
+export function modelPool(slug: string): ModelPool | null {
+  const name = pyStrip(slug).toLowerCase();
+  if (GEMINI_PREFIXES.some((prefix) => name.startsWith(prefix))) return 'gemini';
+  if (SECOND_PREFIXES.some((prefix) => name.startsWith(prefix))) return 'second';
+  return null;
+}
+
+/** Agy rejects `--effort` for Claude and GPT slugs, so only other pools get the flag (§8.5). */
+export function needsEffortFlag(slug: string): boolean {
+  return modelPool(slug) !== 'second';
+}
+
+/**
+ * §8.5: `ANTIGRAVITY_DISPATCH_EFFORT` stripped when the variable exists; otherwise the final
+ * slug's last `-` segment when it is low/medium/high/max; otherwise `high`.
+ */
+export function effortFor(slug: string, env: Readonly<Record<string, string | undefined>>): string {
+  const explicit = env[EFFORT_ENV_VAR];
+  if (explicit !== undefined) return pyStrip(explicit);
+  const lastSegment = slug.slice(slug.lastIndexOf('-') + 1);
+  return EFFORT_TIERS.includes(lastSegment) ? lastSegment : DEFAULT_EFFORT;
+}
+
+// --- newest_in_family (§8.2) ----------------------------------------------------------------
+
+/** A slug's parts as §8.2 step 1 reads them; null when the slug does not have that shape. */
+export interface ParsedTemplate {
+  prefix: string;
+  version: string;
+  suffix: string;
+  /** The trailing tier word, or null when the suffix does not end in one. */
+  tier: string | null;
+  /** The suffix words left once the tier is removed. */
+  nameWords: string[];
+}
+
+// None of the groups can match the same text two ways, so this cannot backtrack badly.
+const TEMPLATE_PATTERN = /^([a-z]+(?:-[a-z]+)*-)(\d+(?:[.-]\d+)*)((?:-[a-z][a-z0-9]*)*)$/;
+
+export function parseTemplate(template: string): ParsedTemplate | null {
+  const match = TEMPLATE_PATTERN.exec(template);
+  if (match === null) return null;
+  const [, prefix = '', version = '', suffix = ''] = match;
+  const words = suffix.split('-').slice(1);
+  const last = words[words.length - 1];
+  const tier = last !== undefined && TIER_WORDS.includes(last) ? last : null;
+  const nameWords = tier === null ? words : words.slice(0, -1);
+  return { prefix, version, suffix, tier, nameWords };
+}
+
+interface Candidate {
+  slug: string;
+  version: string[];
+  tier: string | null;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&');
+}
+
+/** Integer strings compared by value, without a size limit. */
+function compareIntegerStrings(a: string, b: string): number {
+  const left = a.replace(/^0+(?=\d)/, '');
+  const right = b.replace(/^0+(?=\d)/, '');
+  if (left.length !== right.length) return left.length - right.length;
+  return left < right ? -1 : left > right ? 1 : 0;
+}
+
+/** Python tuple order over integer parts: (3,10) > (3,9), (3,8,0) > (3,8). */
+export function compareVersions(a: readonly string[], b: readonly string[]): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i += 1) {
+    const diff = compareIntegerStrings(a[i] as string, b[i] as string);
+    if (diff !== 0) return diff;
+  }
+  return a.length - b.length;
+}
+
+/** Splits a version such as `3.8` or `5-5` into its integer parts. */
+export function versionParts(version: string): string[] {
+  return version.split(/[.-]/);
+}
+
+function familyCandidates(parsed: ParsedTemplate, listing: readonly string[]): Candidate[] {
+  const nameSuffix = parsed.nameWords.map((word) => '-' + word).join('');
+  const tiers = TIER_WORDS.map(escapeRegExp).join('|');
+  const pattern = new RegExp(
+    '^' + escapeRegExp(parsed.prefix) + '(\\d+(?:[.-]\\d+)*)' + escapeRegExp(nameSuffix) + '(?:-(' + tiers + '))?$',
+  );
+  const candidates: Candidate[] = [];
+  for (const slug of listing) {
+    const match = pattern.exec(slug);
+    if (match === null) continue;
+    candidates.push({ slug, version: versionParts(match[1] ?? ''), tier: match[2] ?? null });
+  }
+  return candidates;
+}
+
+function newestOf(members: readonly Candidate[], template: string | null): string {
+  let best = members[0] as Candidate;
+  for (const member of members) if (compareVersions(member.version, best.version) > 0) best = member;
+  const newest = members.filter((member) => compareVersions(member.version, best.version) === 0);
+  if (template !== null && newest.some((member) => member.slug === template)) return template;
+  return (newest[0] as Candidate).slug;
+}
+
+/**
+ * §8.2: the newest listed member of the template's family, tier first (the template's tier,
+ * or `high` when it has none, then `high`, then untiered), then the highest version; the
+ * template itself wins a version tie. Returns the template unchanged when it does not parse
+ * or nothing in the listing belongs to its family.
+ */
+export function newestInFamily(template: string, listing: readonly string[]): string {
+  const parsed = parseTemplate(template);
+  if (parsed === null) return template;
+  const candidates = familyCandidates(parsed, listing);
+  if (candidates.length === 0) return template;
+  for (const tier of [parsed.tier ?? 'high', 'high', null]) {
+    const members = candidates.filter((candidate) => candidate.tier === tier);
+    if (members.length > 0) return newestOf(members, template);
+  }
+  return newestOf(candidates, null);
+}
+
+// --- the §8.1 preflight decision --------------------------------------------------------------
+
+/**
+ * §8.1: only the two templates float, and only when the caller did not name that very model.
+ * `named` is `ANTIGRAVITY_DISPATCH_MODEL` (it is stripped here; unset counts as "").
+ */
+export function allowResolution(routed: string, named: string | null | undefined): boolean {
+  const namedModel = named === null || named === undefined ? '' : pyStrip(named);
+  return (routed === DEFAULT_MODEL || routed === SECOND_MODEL) && routed !== namedModel;
+}
+
+/** §8.1: an unlisted Claude template may fall back to the Gemini family; nothing else does. */
+export function fallbackModelFor(routed: string): string | null {
+  return routed === SECOND_MODEL ? DEFAULT_MODEL : null;
+}
+
+export type ModelEventKind = 'MODEL-RESOLVE' | 'MODEL-FALLBACK';
+export type ModelEventReason = 'newest-in-family' | 'template-unlisted';
+
+export interface ModelEvent {
+  kind: ModelEventKind;
+  from: string;
+  to: string;
+  reason: ModelEventReason;
+  /** The exact diagnostic line without the `dispatch-task-agy: ` prefix and without `\n`. */
+  line: string;
+}
+
+function modelEvent(kind: ModelEventKind, from: string, to: string): ModelEvent {
+  const reason: ModelEventReason = kind === 'MODEL-RESOLVE' ? 'newest-in-family' : 'template-unlisted';
+  return { kind, from, to, reason, line: `${kind} from=${from} to=${to} reason=${reason}` };
+}
+
+/** `MODEL-RESOLVE from=<from> to=<to> reason=newest-in-family` */
+export function modelResolveLine(from: string, to: string): string {
+  return modelEvent('MODEL-RESOLVE', from, to).line;
+}
+
+/** `MODEL-FALLBACK from=<from> to=<to> reason=template-unlisted` */
+export function modelFallbackLine(from: string, to: string): string {
+  return modelEvent('MODEL-FALLBACK', from, to).line;
+}
+
+export interface ResolveInput {
+  /** The routed model (after quota routing). */
+  model: string;
+  /** The parsed `agy models` listing. */
+  listing: readonly string[];
+  allowResolution: boolean;
+  /** Only consulted when resolution is allowed. */
+  fallbackModel?: string | null | undefined;
+}
+
+export interface ResolveOutcome {
+  /** The model that runs (or would have run, when unavailable). */
+  model: string;
+  /** Diagnostics in the order they are printed. */
+  events: ModelEvent[];
+  /** True when the final model is not in the listing: the preflight fails with exit 70. */
+  unavailable: boolean;
+  /** `model '<model>' is unavailable to this Antigravity account` when unavailable, else null. */
+  reason: string | null;
+}
+
+/** §8.1 steps 6 and 7, after `--version` and `models` have succeeded. */
+export function resolveAgainstListing(input: ResolveInput): ResolveOutcome {
+  const { listing } = input;
+  let model = input.model;
+  const events: ModelEvent[] = [];
+  if (input.allowResolution) {
+    const resolved = newestInFamily(model, listing);
+    if (resolved !== model) {
+      events.push(modelEvent('MODEL-RESOLVE', model, resolved));
+      model = resolved;
+    }
+    const fallback = input.fallbackModel;
+    if (!listing.includes(model) && fallback !== null && fallback !== undefined && fallback !== '') {
+      const alternative = newestInFamily(fallback, listing);
+      if (listing.includes(alternative)) {
+        events.push(modelEvent('MODEL-FALLBACK', model, alternative));
+        model = alternative;
+      }
+    }
+  }
+  const unavailable = !listing.includes(model);
+  return { model, events, unavailable, reason: unavailable ? unavailableReason(model) : null };
+}
+
+/** The exit-70 preflight reason for a model the listing lacks. */
+export function unavailableReason(model: string): string {
+  return `model ${pyRepr(model)} is unavailable to this Antigravity account`;
+}
+
+/**
+ * §8.1 "append to quota-note": the line recorded when the final model differs from the routed
+ * one (same pool: MODEL-RESOLVE; different pool: MODEL-FALLBACK template-unlisted), else null.
+ */
+export function quotaNoteLineFor(routed: string, final: string): string | null {
+  if (routed === final) return null;
+  return modelPool(routed) === modelPool(final) ? modelResolveLine(routed, final) : modelFallbackLine(routed, final);
+}
+
+// Python's str.isprintable() is false for these categories (space excepted).
+const NOT_PRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u;
+
+/** Python `repr()` of a str: single quotes unless the text has `'` and no `"`. */
+export function pyRepr(text: string): string {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  let out = quote;
+  for (const char of text) {
+    if (char === quote || char === '\\') out += '\\' + char;
+    else if (char === '\t') out += '\\t';
+    else if (char === '\n') out += '\\n';
+    else if (char === '\r') out += '\\r';
+    else if (char !== ' ' && NOT_PRINTABLE.test(char)) out += escapeCodePoint(char.codePointAt(0) as number);
+    else out += char;
+  }
+  return out + quote;
+}
+
+function escapeCodePoint(code: number): string {
+  if (code < 0x100) return '\\x' + code.toString(16).padStart(2, '0');
+  if (code < 0x10000) return '\\u' + code.toString(16).padStart(4, '0');
+  return '\\U' + code.toString(16).padStart(8, '0');
+}
+
+// --- locating the agy binary (§4.1, POSIX) ------------------------------------------------------
+
+/** The home directory of a named user from /etc/passwd, or null. */
+function homeOfUser(user: string): string | null {
+  try {
+    for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+      const fields = line.split(':');
+      if (fields[0] === user && fields.length >= 7) return fields[5] ?? null;
+    }
+  } catch {
+    // No passwd database: Python leaves the path unchanged too.
+  }
+  return null;
+}
+
+/** Python `os.path.expanduser` (POSIX): `~` and `~user` at the start. */
+export function expandUser(path: string, env: Readonly<Record<string, string | undefined>>): string {
+  if (!path.startsWith('~')) return path;
+  const slash = path.indexOf('/', 1);
+  const end = slash === -1 ? path.length : slash;
+  const user = path.slice(1, end);
+  let home: string | null;
+  if (user === '') home = env.HOME ?? safeHomeOfCurrentUser();
+  else home = homeOfUser(user);
+  if (home === null) return path;
+  let homeEnd = home.length;
+  while (homeEnd > 0 && home[homeEnd - 1] === '/') homeEnd -= 1;
+  return home.slice(0, homeEnd) + path.slice(end) || '/';
+}
+
+function safeHomeOfCurrentUser(): string | null {
+  try {
+    return userInfo().homedir;
+  } catch {
+    return null;
+  }
+}
+
+function isWordChar(char: string | undefined): boolean {
+  return char !== undefined && /^[A-Za-z0-9_]$/.test(char);
+}
+
+/**
+ * Python `os.path.expandvars` (POSIX): `$name` (ASCII word characters) and `${name}` are
+ * replaced when the variable exists and left as written otherwise; inserted values are not
+ * expanded again.
+ */
+export function expandVars(path: string, env: Readonly<Record<string, string | undefined>>): string {
+  if (!path.includes('$')) return path;
+  let out = '';
+  let i = 0;
+  while (i < path.length) {
+    const char = path[i] as string;
+    if (char !== '$') {
+      out += char;
+      i += 1;
+      continue;
+    }
+    let name: string | null = null;
+    let end = i + 1;
+    if (path[end] === '{') {
+      const close = path.indexOf('}', end + 1);
+      if (close !== -1) {
+        name = path.slice(end + 1, close);
+        end = close + 1;
+      }
+    } else {
+      while (isWordChar(path[end])) end += 1;
+      if (end > i + 1) name = path.slice(i + 1, end);
+    }
+    if (name === null) {
+      out += char;
+      i += 1;
+      continue;
+    }
+    // An unknown variable stays as written, and Python resumes after the whole reference.
+    out += env[name] ?? path.slice(i, end);
+    i = end;
+  }
+  return out;
+}
+
+function isRegularFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+function isExecutableFile(path: string): boolean {
+  if (!isRegularFile(path)) return false;
+  try {
+    accessSync(path, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function realpathOrNull(path: string): string | null {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+}
+
+/** `shutil.which` on POSIX: the first executable regular file named `name` on PATH. */
+function whichOnPath(name: string, env: Readonly<Record<string, string | undefined>>, cwd: string): string | null {
+  // shutil.which falls back to CS_PATH when PATH is unset and finds nothing with an empty PATH;
+  // an empty entry inside PATH means the cwd.
+  const searchPath = env.PATH ?? '/bin:/usr/bin';
+  if (searchPath === '') return null;
+  for (const dir of searchPath.split(delimiter)) {
+    const candidate = resolvePath(cwd, dir === '' ? '.' : dir, name);
+    if (isExecutableFile(candidate)) return candidate;
+  }
+  return null;
+}
+
+/**
+ * §4.1 (POSIX): where `ANTIGRAVITY_BIN` (default `agy`) points, as a real path, or null when
+ * not found. A value with `/` is a path (relative to cwd) that must be an existing regular
+ * file, executable or not; a bare name is searched on PATH and must be executable.
+ */
+export function locateAgy(env: Readonly<Record<string, string | undefined>>, cwd: string): string | null {
+  const raw = env[BIN_ENV_VAR] ?? DEFAULT_BIN;
+  const value = expandVars(expandUser(raw, env), env);
+  if (value === '') return null;
+  if (value.includes('/')) {
+    const path = resolvePath(cwd, value);
+    return isRegularFile(path) ? realpathOrNull(path) : null;
+  }
+  const found = whichOnPath(value, env, cwd);
+  return found === null ? null : realpathOrNull(found);
+}

@@ -1,0 +1,55 @@
+import { fileAgeSeconds, readJsonFile } from './files.js';
+import { snapshotLocation, type Env } from './location.js';
+import type { RefreshOptions, RefreshResult } from './refresh.js';
+import { refresh as defaultRefresh } from './refresh.js';
+import { route, routeNeedsSnapshot, type RouteDecision } from './route.js';
+import { clockMs, type Clock } from './clock.js';
+import { readPoolStates, type PoolStates } from './states.js';
+
+/** The managed snapshot is used for routing only while it is at most this old (by mtime). */
+export const QUOTA_CACHE_MAX_AGE_SECONDS = 900;
+
+export interface LoadOptions {
+  readonly env: Env;
+  readonly now?: Clock;
+  /** Injected for tests; defaults to this package's `refresh`. */
+  readonly refresh?: (options: RefreshOptions) => Promise<RefreshResult>;
+}
+
+async function usable(filePath: string, nowMs: number): Promise<boolean> {
+  const age = await fileAgeSeconds(filePath, nowMs);
+  return age !== null && age <= QUOTA_CACHE_MAX_AGE_SECONDS;
+}
+
+/**
+ * The dispatcher's side of §9.1: an `AGY_QUOTA_CACHE` file is read as it is; the managed file
+ * must be at most 900 s old, else one non-forced refresh runs and it is checked again. Returns
+ * null ("no gate") for anything unusable. Never throws.
+ */
+export async function loadPoolStatesForDispatch(options: LoadOptions): Promise<PoolStates | null> {
+  try {
+    const location = snapshotLocation(options.env);
+    if (location.managed && !(await usable(location.path, clockMs(options.now)))) {
+      const refresh = options.refresh ?? defaultRefresh;
+      await refresh({ force: false, env: options.env, ...(options.now === undefined ? {} : { now: options.now }) }).catch(
+        () => undefined,
+      );
+      if (!(await usable(location.path, clockMs(options.now)))) return null;
+    }
+    return readPoolStates(await readJsonFile(location.path), clockMs(options.now));
+  } catch {
+    return null;
+  }
+}
+
+export interface RouteForDispatchOptions extends LoadOptions {
+  readonly model: string;
+  readonly pinned: boolean;
+}
+
+/** Pre-checks, snapshot and route in one call; the snapshot is not touched when the gate is off or the model has no pool. */
+export async function routeForDispatch(options: RouteForDispatchOptions): Promise<RouteDecision> {
+  if (!routeNeedsSnapshot(options.model, options.env)) return { model: options.model };
+  const states = await loadPoolStatesForDispatch(options);
+  return route(options.model, options.pinned, states, options.env);
+}

@@ -1,0 +1,93 @@
+/**
+ * Child-process plumbing for the dispatcher: every child leads its own process group so that a
+ * signal, a deadline or the end of the run can stop it together with everything it started.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants } from 'node:os';
+
+/** Send `signal` to the whole process group led by `pid`; false when the group is gone. */
+export function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether any process of the group led by `pid` is still alive. */
+export function groupAlive(pid: number): boolean {
+  return signalGroup(pid, 0);
+}
+
+export function signalNumber(signal: NodeJS.Signals): number {
+  return constants.signals[signal] ?? 0;
+}
+
+export interface CapturedRun {
+  stdout: string;
+  stderr: string;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  timedOut: boolean;
+  launchError: string | null;
+}
+
+/**
+ * Run a short command to completion, capturing its output as UTF-8 text (invalid bytes
+ * replaced). On timeout the whole group is killed. `onStart` hands the child to whoever must be
+ * able to kill it early (the signal handler).
+ */
+export function runCaptured(
+  file: string,
+  args: readonly string[],
+  options: { env: NodeJS.ProcessEnv; cwd: string; timeoutMs: number; onStart?: (child: ChildProcess | null) => void },
+): Promise<CapturedRun> {
+  return new Promise((resolve) => {
+    let child: ChildProcess;
+    try {
+      child = spawn(file, [...args], { cwd: options.cwd, env: options.env, stdio: ['inherit', 'pipe', 'pipe'], detached: true });
+    } catch (error) {
+      resolve({ stdout: '', stderr: '', code: null, signal: null, timedOut: false, launchError: errorText(error) });
+      return;
+    }
+    options.onStart?.(child);
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr?.on('data', (chunk: Buffer) => err.push(chunk));
+    let timedOut = false;
+    let launchError: string | null = null;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+    }, options.timeoutMs);
+    child.on('error', (error) => {
+      launchError = errorText(error);
+      if (child.pid === undefined) {
+        clearTimeout(timer);
+        options.onStart?.(null);
+        resolve({ stdout: '', stderr: '', code: null, signal: null, timedOut: false, launchError });
+      }
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      options.onStart?.(null);
+      // Anything the command left behind in its group goes with it.
+      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+      resolve({
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+        code,
+        signal,
+        timedOut,
+        launchError: child.pid === undefined ? (launchError ?? 'could not start the process') : null,
+      });
+    });
+  });
+}
+
+export function errorText(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/\s+/g, ' ').trim();
+}

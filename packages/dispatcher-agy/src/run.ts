@@ -1,0 +1,555 @@
+/**
+ * The dispatch itself (§10.1): state directory, quota route, preflight, scrubbed launch, live
+ * capture and publication. Everything that decides lives in decide.ts; this file does the I/O.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, realpathSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { formatWithheld, scrubEnv } from '@prun/env-scrub';
+import {
+  DEFAULT_MODEL,
+  allowResolution,
+  effortFor,
+  fallbackModelFor,
+  locateAgy,
+  modelPool,
+  needsEffortFlag,
+  parseListing,
+  quotaNoteLineFor,
+  resolveAgainstListing,
+} from '@prun/model-resolve';
+import { QUOTA_EXHAUSTED_EXIT, gateEnabled, loadPoolStatesForDispatch, recheckAfterFallback, refresh, route, snapshotLocation } from '@prun/quota';
+import {
+  STATE_FILES,
+  formatStateDirLine,
+  newNonce,
+  publishAtomic,
+  pyStrip,
+  renderFallback,
+  responseSiblingPath,
+  stateDirName,
+  systemTempDir,
+} from '@prun/unit-state';
+import { parseArgs } from './args.js';
+import {
+  buildRelayPrompt,
+  buildWorkerArgv,
+  decideOutcome,
+  lastLines,
+  readEventStream,
+  stdinPayload,
+  type WorkerEnd,
+} from './decide.js';
+import { errorText, groupAlive, runCaptured, signalGroup, signalNumber, type CapturedRun } from './process.js';
+import { parsePositiveSeconds } from './pyparse.js';
+import { UsageError, validate, type DispatchConfig } from './validate.js';
+
+/** Every message starts with the original's name: coordinators grep these texts. */
+export const MESSAGE_PREFIX = 'dispatch-task-agy: ';
+/** Temp files of atomic publication carry this tag. */
+const PUBLISH_TAG = 'dispatch-task-agy';
+const PREFLIGHT_DEFAULT_TIMEOUT_SECONDS = 60;
+const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+/** How long captured pipes may stay open after the worker group is gone. */
+const PIPE_DRAIN_MS = 2000;
+
+export interface DispatchIo {
+  env: NodeJS.ProcessEnv;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  help: () => string;
+  version: () => string;
+}
+
+/** Internal failure that must end the dispatch with one message (never a stack trace). */
+class Stop extends Error {
+  constructor(
+    readonly reason: string,
+    readonly exitCode: number,
+  ) {
+    super(reason);
+  }
+}
+
+interface Unit {
+  config: DispatchConfig;
+  stateDir: string;
+  nonce: string;
+  scratchDir: string;
+}
+
+type Phase = 'validating' | 'prelaunch' | 'running' | 'finishing';
+
+/** The dispatcher's mutable run state, shared with the signal handlers. */
+class Dispatch {
+  phase: Phase = 'validating';
+  unit: Unit | null = null;
+  helper: ChildProcess | null = null;
+  worker: ChildProcess | null = null;
+  interruptedBy: NodeJS.Signals | null = null;
+  deadlineHit = false;
+  killTimer: NodeJS.Timeout | null = null;
+  private readonly handlers = new Map<NodeJS.Signals, () => void>();
+
+  constructor(readonly io: DispatchIo) {}
+
+  say(message: string): void {
+    this.io.stderr(`${MESSAGE_PREFIX}${message}\n`);
+  }
+
+  statePath(name: string): string {
+    return join(this.unit!.stateDir, name);
+  }
+
+  writeState(name: string, text: string): void {
+    writeFileSync(this.statePath(name), text);
+  }
+
+  readState(name: string): string {
+    try {
+      return readFileSync(this.statePath(name)).toString('utf8');
+    } catch {
+      return '';
+    }
+  }
+
+  installSignalHandlers(): void {
+    for (const signal of FORWARDED_SIGNALS) {
+      const handler = (): void => this.onSignal(signal);
+      this.handlers.set(signal, handler);
+      process.on(signal, handler);
+    }
+  }
+
+  removeSignalHandlers(): void {
+    for (const [signal, handler] of this.handlers) process.off(signal, handler);
+    this.handlers.clear();
+  }
+
+  /** Stop the worker group: the signal first, SIGKILL after the grace. */
+  stopWorker(signal: NodeJS.Signals): void {
+    const pid = this.worker?.pid;
+    if (pid === undefined) return;
+    signalGroup(pid, signal);
+    if (this.killTimer === null) {
+      const graceMs = (this.unit?.config.signalGraceSeconds ?? 5) * 1000;
+      this.killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
+    }
+  }
+
+  onSignal(signal: NodeJS.Signals): void {
+    const code = 128 + signalNumber(signal);
+    switch (this.phase) {
+      case 'validating':
+        // Nothing has been created or started yet: leave as the default action would.
+        process.exit(code);
+        break;
+      case 'prelaunch': {
+        const helperPid = this.helper?.pid;
+        if (helperPid !== undefined) signalGroup(helperPid, 'SIGKILL');
+        const reason = `dispatcher received ${signal} before the Agy worker started`;
+        process.exitCode = this.failEarly(reason, code);
+        process.exit();
+        break;
+      }
+      case 'running':
+        if (this.interruptedBy !== null) {
+          // A second signal: the user means it.
+          const pid = this.worker?.pid;
+          if (pid !== undefined) signalGroup(pid, 'SIGKILL');
+          return;
+        }
+        this.interruptedBy = signal;
+        this.stopWorker(signal);
+        break;
+      case 'finishing':
+        // Publication is short and must not be torn; the worker group is already gone.
+        if (this.interruptedBy === null) this.interruptedBy = signal;
+        break;
+    }
+  }
+
+  /** Publish the FALLBACK unless the result path already holds a non-empty file. */
+  publishFallback(reason: string): boolean {
+    const { config, nonce } = this.unit!;
+    if (nonEmptyFile(config.resultPath)) return true;
+    const text = renderFallback({
+      unitId: config.unitId,
+      reason,
+      stdout: this.readState(STATE_FILES.tail),
+      stderr: this.readState(STATE_FILES.tailStderr),
+    });
+    try {
+      publishAtomic(config.resultPath, text, { tag: PUBLISH_TAG, nonce });
+      return true;
+    } catch (error) {
+      this.say(`could not write FALLBACK result to ${config.resultPath}: ${errorText(error)}`);
+      return false;
+    }
+  }
+
+  /** An early exit after STATE-DIR: record the reason, publish the FALLBACK, say why. */
+  failEarly(reason: string, code: number): number {
+    try {
+      this.writeState(STATE_FILES.tailStderr, `${reason}\n`);
+    } catch {
+      // The FALLBACK below still carries the reason.
+    }
+    const published = this.publishFallback(reason);
+    this.say(reason);
+    return published ? code : 70;
+  }
+}
+
+function nonEmptyFile(path: string): boolean {
+  try {
+    const stat = statSync(path);
+    return stat.isFile() && stat.size > 0;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs one dispatch; returns the exit code. Never throws. */
+export async function dispatch(argv: readonly string[], io: DispatchIo): Promise<number> {
+  const run = new Dispatch(io);
+  run.installSignalHandlers();
+  try {
+    return await dispatchSteps(run, argv);
+  } catch (error) {
+    if (error instanceof Stop) return run.unit === null ? (run.say(error.reason), error.exitCode) : run.failEarly(error.reason, error.exitCode);
+    const reason = `internal error: ${errorText(error)}`;
+    if (run.unit === null) {
+      run.say(reason);
+      return 70;
+    }
+    run.failEarly(reason, 70);
+    return 70;
+  } finally {
+    if (run.killTimer !== null) clearTimeout(run.killTimer);
+    run.removeSignalHandlers();
+  }
+}
+
+async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<number> {
+  const { io } = run;
+  const env = io.env;
+  const parsed = parseArgs(argv);
+  if (parsed.kind === 'help') {
+    io.stdout(io.help());
+    return 0;
+  }
+  if (parsed.kind === 'version') {
+    io.stdout(`${io.version()}\n`);
+    return 0;
+  }
+  if (parsed.kind === 'error') {
+    io.stderr(`${USAGE_LINE}\n${MESSAGE_PREFIX}error: ${parsed.message}\n`);
+    return 2;
+  }
+  const cwd = realpathSync(process.cwd());
+  let config: DispatchConfig;
+  try {
+    config = validate(parsed.args, { env, cwd, defaultModel: DEFAULT_MODEL, locateBinary: locateAgy });
+  } catch (error) {
+    if (error instanceof UsageError) {
+      run.say(error.message);
+      return error.exitCode;
+    }
+    throw error;
+  }
+
+  const unit = createStateDir(config, env);
+  if (typeof unit === 'string') {
+    run.say(`failed to prepare isolated working directory: ${unit}`);
+    return 2;
+  }
+  run.unit = unit;
+  run.phase = 'prelaunch';
+  io.stdout(formatStateDirLine(unit.stateDir));
+
+  const model = await routeAndPreflight(run, config);
+  return launchAndPublish(run, model);
+}
+
+const USAGE_LINE =
+  'usage: prun-dispatch-agy --prompt-file PROMPT_FILE --result-file RESULT_FILE --unit-id UNIT_ID [--mode {plan,accept-edits}] [--add-dir ADD_DIR] [--continue-from STATE_DIR]';
+
+/** §6.1-§6.3 up to the STATE-DIR line; an error text when the directories cannot be made. */
+function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv): Unit | string {
+  const nonce = newNonce();
+  const stateDir = join(systemTempDir(env, config.cwd), stateDirName({ cwd: config.cwd, unitId: config.unitId, pid: process.pid, nonce }));
+  try {
+    mkdirSync(stateDir);
+    const scratchDir = config.scratchDir ?? join(stateDir, STATE_FILES.workDir);
+    mkdirSync(scratchDir, { recursive: true });
+    const write = (name: string, text: string): void => writeFileSync(join(stateDir, name), text);
+    write(STATE_FILES.preMtime, '0\n');
+    write(STATE_FILES.timestamp, `${Math.floor(Date.now() / 1000)}\n`);
+    write(STATE_FILES.resultFile, `${config.resultPath}\n`);
+    write(STATE_FILES.dispatchPid, `${process.pid}\n`);
+    write(STATE_FILES.runtime, `${process.execPath}\n`);
+    return { config, stateDir, nonce, scratchDir };
+  } catch (error) {
+    return errorText(error);
+  }
+}
+
+async function loadStatesIfNeeded(model: string, env: NodeJS.ProcessEnv): Promise<Awaited<ReturnType<typeof loadPoolStatesForDispatch>>> {
+  // The snapshot (and any refresh it triggers) is skipped entirely when routing cannot use it.
+  if (!gateEnabled(env) || modelPool(model) === null) return null;
+  return loadPoolStatesForDispatch({ env });
+}
+
+/** Steps 3-6 of §10.1: the model that will run, or a Stop. */
+async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise<string> {
+  const env = run.io.env;
+  const pinned = config.namedModel !== '';
+  const decision = route(config.model, pinned, await loadStatesIfNeeded(config.model, env), env);
+  if (decision.block !== undefined) throw new Stop(decision.block, QUOTA_EXHAUSTED_EXIT);
+  if (decision.note !== undefined) {
+    run.say(decision.note);
+    run.writeState(STATE_FILES.quotaNote, `${decision.note}\n`);
+  }
+  const routed = decision.model;
+  run.writeState(STATE_FILES.model, `${routed}\n`);
+
+  const final = await preflight(run, config, routed);
+  run.writeState(STATE_FILES.model, `${final}\n`);
+  const noteLine = quotaNoteLineFor(routed, final);
+  if (noteLine !== null) appendFileSync(run.statePath(STATE_FILES.quotaNote), `${noteLine}\n`);
+  if (modelPool(final) !== modelPool(routed)) {
+    const block = recheckAfterFallback(final, await loadStatesIfNeeded(final, env), env);
+    if (block !== null) throw new Stop(block, QUOTA_EXHAUSTED_EXIT);
+  }
+  return final;
+}
+
+/** §8.1: `--version`, `models`, resolution. Returns the final model or throws a Stop. */
+async function preflight(run: Dispatch, config: DispatchConfig, routed: string): Promise<string> {
+  const env = run.io.env;
+  const mode = pyStrip(env.ANTIGRAVITY_PREFLIGHT ?? 'auto').toLowerCase();
+  if (mode !== 'auto' && mode !== 'force' && mode !== 'off') {
+    throw new Stop(`ANTIGRAVITY_PREFLIGHT must be auto, force, or off (got: ${mode})`, 2);
+  }
+  if (mode === 'off') return routed;
+  const timeoutSeconds = parsePositiveSeconds(env.ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS ?? String(PREFLIGHT_DEFAULT_TIMEOUT_SECONDS));
+  if (timeoutSeconds === null) throw new Stop('ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS must be a positive integer', 2);
+
+  const parts: string[] = [];
+  const writeTail = (): void => run.writeState(STATE_FILES.preflightTail, parts.join('\n'));
+  const step = async (args: string[]): Promise<CapturedRun> => {
+    const result = await runCaptured(config.exe, args, {
+      env,
+      cwd: config.cwd,
+      timeoutMs: timeoutSeconds * 1000,
+      onStart: (child) => {
+        run.helper = child;
+      },
+    });
+    if (result.timedOut) {
+      writeTail();
+      throw new Stop(`preflight timed out after ${timeoutSeconds}s`, 124);
+    }
+    if (result.launchError !== null) throw new Stop(`could not launch Antigravity preflight: ${result.launchError}`, 70);
+    parts.push(result.stdout, result.stderr);
+    if (result.code !== 0) {
+      writeTail();
+      throw new Stop("Antigravity preflight failed; run 'agy' interactively and sign in", 70);
+    }
+    return result;
+  };
+  await step(['--version']);
+  const models = await step(['models']);
+  const outcome = resolveAgainstListing({
+    model: routed,
+    listing: parseListing(models.stdout),
+    allowResolution: allowResolution(routed, config.namedModel),
+    fallbackModel: fallbackModelFor(routed),
+  });
+  for (const event of outcome.events) run.say(event.line);
+  writeTail();
+  if (outcome.unavailable) throw new Stop(outcome.reason ?? `model '${outcome.model}' is unavailable to this Antigravity account`, 70);
+  return outcome.model;
+}
+
+interface WorkerRun {
+  end: WorkerEnd;
+}
+
+/** Steps 7-11 of §10.1. */
+async function launchAndPublish(run: Dispatch, model: string): Promise<number> {
+  const { config, scratchDir } = run.unit!;
+  const env = run.io.env;
+  const effort = needsEffortFlag(model) ? effortFor(model, env) : null;
+  const relay = buildRelayPrompt(config.unitId, config.prompt);
+  run.writeState(STATE_FILES.promptRelay, relay);
+  const [exe, ...args] = buildWorkerArgv({
+    exe: config.exe,
+    model,
+    effort,
+    mode: config.mode,
+    timeoutSeconds: config.timeoutSeconds,
+    sandbox: config.sandbox,
+    addDirs: config.addDirs,
+    conversationId: config.conversationId,
+  });
+  const scrubbed = scrubEnv(env);
+  const withheld = formatWithheld(scrubbed.withheld);
+  if (withheld !== null) run.writeState(STATE_FILES.envWithheld, withheld);
+
+  const { end } = await runWorker(run, exe!, args, scrubbed.env, scratchDir, stdinPayload(relay));
+  run.phase = 'finishing';
+  return publish(run, end);
+}
+
+function runWorker(
+  run: Dispatch,
+  exe: string,
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+  payload: string,
+): Promise<WorkerRun> {
+  const config = run.unit!.config;
+  const tailFd = openSync(run.statePath(STATE_FILES.tail), 'w');
+  const stderrFd = openSync(run.statePath(STATE_FILES.tailStderr), 'w');
+  const closeCaptures = (): void => {
+    closeSync(tailFd);
+    closeSync(stderrFd);
+  };
+  return new Promise((resolve, reject) => {
+    let child: ChildProcess;
+    try {
+      child = spawn(exe, args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    } catch (error) {
+      closeCaptures();
+      reject(new Stop(`failed to launch Antigravity CLI: ${errorText(error)}`, 70));
+      return;
+    }
+    child.once('error', (error) => {
+      if (child.pid !== undefined) return;
+      closeCaptures();
+      reject(new Stop(`failed to launch Antigravity CLI: ${errorText(error)}`, 70));
+    });
+    if (child.pid === undefined) return;
+    const pid = child.pid;
+    run.worker = child;
+    run.phase = 'running';
+    run.writeState(STATE_FILES.workerPid, `${pid}\n`);
+
+    // Each chunk lands in the state dir as it arrives: monitors watch the tail grow.
+    let openStreams = 2;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+    let stdinFailed = false;
+    let drainTimer: NodeJS.Timeout | null = null;
+    const finish = (): void => {
+      if (exit === null || openStreams > 0) return;
+      if (drainTimer !== null) clearTimeout(drainTimer);
+      clearTimeout(deadline);
+      closeCaptures();
+      resolve({ end: workerEnd(run, exit, stdinFailed, config) });
+    };
+    const pump = (stream: NodeJS.ReadableStream | null, fd: number): void => {
+      if (stream === null) {
+        openStreams -= 1;
+        return;
+      }
+      stream.on('data', (chunk: Buffer) => writeSync(fd, chunk));
+      let counted = false;
+      const done = (): void => {
+        if (counted) return;
+        counted = true;
+        openStreams -= 1;
+        finish();
+      };
+      stream.on('end', done);
+      stream.on('close', done);
+      stream.on('error', done);
+    };
+    pump(child.stdout, tailFd);
+    pump(child.stderr, stderrFd);
+
+    const deadline = setTimeout(
+      () => {
+        run.deadlineHit = true;
+        run.stopWorker('SIGTERM');
+      },
+      (config.timeoutSeconds + config.killGraceSeconds) * 1000,
+    );
+
+    child.on('exit', (code, signal) => {
+      exit = { code, signal };
+      // Nothing the worker started may outlive it (or the dispatcher).
+      signalGroup(pid, 'SIGKILL');
+      if (openStreams > 0) {
+        drainTimer = setTimeout(() => {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+        }, PIPE_DRAIN_MS);
+      }
+      finish();
+    });
+
+    const stdin = child.stdin!;
+    stdin.on('error', (error) => {
+      if (stdinFailed) return;
+      stdinFailed = true;
+      writeSync(stderrFd, `stdin failure: ${errorText(error)}\n`);
+    });
+    stdin.end(payload, 'utf8');
+  });
+}
+
+function workerEnd(
+  run: Dispatch,
+  exit: { code: number | null; signal: NodeJS.Signals | null },
+  stdinFailed: boolean,
+  config: DispatchConfig,
+): WorkerEnd {
+  if (run.interruptedBy !== null) {
+    return { kind: 'interrupted', signal: run.interruptedBy, signalNumber: signalNumber(run.interruptedBy) };
+  }
+  if (run.deadlineHit) return { kind: 'deadline', timeoutSeconds: config.timeoutSeconds, graceSeconds: config.killGraceSeconds };
+  if (stdinFailed) return { kind: 'stdin-failed' };
+  if (exit.signal !== null) return { kind: 'killed', signal: exit.signal, signalNumber: signalNumber(exit.signal) };
+  return { kind: 'exited', code: exit.code ?? 70 };
+}
+
+/** §7.2 after the worker is gone: conversation id, outcome, publication, tail echo. */
+async function publish(run: Dispatch, end: WorkerEnd): Promise<number> {
+  const { config, nonce } = run.unit!;
+  const env = run.io.env;
+  const tail = run.readState(STATE_FILES.tail);
+  const reading = readEventStream(tail);
+  if (reading.conversationId !== null) run.writeState(STATE_FILES.conversationId, `${reading.conversationId}\n`);
+  const outcome = decideOutcome({ end, reading, workerWrote: nonEmptyFile(config.resultPath) });
+  if (outcome.refreshQuota && snapshotLocation(env).managed) {
+    // The next unit of the batch should route on the meter as it is now.
+    await refresh({ force: true, env, cwd: config.cwd }).catch(() => undefined);
+  }
+  let { code, reason } = outcome;
+  const publishOptions = { tag: PUBLISH_TAG, nonce };
+  if (outcome.publish.kind === 'response') {
+    try {
+      publishAtomic(config.resultPath, outcome.publish.text, publishOptions);
+    } catch (error) {
+      code = 70;
+      reason = `could not publish result atomically: ${errorText(error)}`;
+    }
+  } else if (outcome.publish.kind === 'sibling') {
+    try {
+      publishAtomic(responseSiblingPath(config.resultPath), outcome.publish.text, publishOptions);
+    } catch (error) {
+      run.say(`kept worker result; could not store final response beside it: ${errorText(error)}`);
+    }
+  }
+  if (code !== 0) {
+    const published = run.publishFallback(reason);
+    run.say(reason);
+    if (!published) code = 70;
+  }
+  for (const line of lastLines(tail)) run.io.stderr(`${line}\n`);
+  for (const line of lastLines(run.readState(STATE_FILES.tailStderr))) run.io.stderr(`${line}\n`);
+  return code;
+}

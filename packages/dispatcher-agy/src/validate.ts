@@ -1,0 +1,238 @@
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { isValidUnitId, pyStrip } from '@prun/unit-state';
+import type { Mode, ParsedArgs } from './args.js';
+import { parseNonNegativeSeconds, parsePositiveSeconds } from './pyparse.js';
+
+export const DEFAULT_TIMEOUT_SECONDS = 2700;
+export const DEFAULT_EFFORT = 'high';
+/** prun's own deadline: the worker gets this much past its `--print-timeout`. */
+export const DEFAULT_KILL_GRACE_SECONDS = 60;
+/** After forwarding a signal, how long the worker group gets before SIGKILL. */
+export const DEFAULT_SIGNAL_GRACE_SECONDS = 5;
+
+export interface DispatchConfig {
+  cwd: string;
+  unitId: string;
+  promptPath: string;
+  prompt: string;
+  resultPath: string;
+  mode: Mode;
+  addDirs: string[];
+  conversationId: string | null;
+  exe: string;
+  /** The model before routing: the named model or the default template. */
+  model: string;
+  /** `ANTIGRAVITY_DISPATCH_MODEL` stripped, or '' when unset. */
+  namedModel: string;
+  effort: string;
+  /** Whether `ANTIGRAVITY_DISPATCH_EFFORT` exists in the environment at all. */
+  effortExplicit: boolean;
+  timeoutSeconds: number;
+  sandbox: boolean;
+  killGraceSeconds: number;
+  signalGraceSeconds: number;
+  /** `PRUN_SCRATCH_CWD` resolved, or null for `<state-dir>/work`. */
+  scratchDir: string | null;
+}
+
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = 2,
+  ) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export interface ValidateDeps {
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  defaultModel: string;
+  /** Resolves ANTIGRAVITY_BIN the way the dispatcher does (§4.1); null when nothing is found. */
+  locateBinary: (env: NodeJS.ProcessEnv, cwd: string) => string | null;
+}
+
+/** Joined onto cwd without normalisation, as Python's `cwd / path` does. */
+export function joinOntoCwd(cwd: string, path: string): string {
+  if (isAbsolute(path)) return path;
+  return cwd.endsWith('/') ? cwd + path : `${cwd}/${path}`;
+}
+
+/** Python's `Path.resolve(strict=False)`: follow symlinks as far as the path exists. */
+export function resolveNonStrict(path: string): string {
+  const absolute = resolve(path);
+  let existing = absolute;
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      return join(realpathSync(existing), ...rest.reverse());
+    } catch {
+      const parent = dirname(existing);
+      if (parent === existing) return absolute;
+      rest.push(basename(existing));
+      existing = parent;
+    }
+  }
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** Strict UTF-8 decoding; Python keeps a BOM as U+FEFF with the plain utf-8 codec. */
+export function decodeUtf8(bytes: Uint8Array): string | null {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/** Python text-mode reading: CRLF and lone CR become LF. */
+export function universalNewlines(text: string): string {
+  return text.replace(/\r\n?/g, '\n');
+}
+
+/** The OS error's own text, one line. */
+export function osErrorText(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/\s+/g, ' ').trim();
+}
+
+const SANDBOX_ON = new Set(['1', 'true', 'yes', 'on']);
+const SANDBOX_OFF = new Set(['', '0', 'false', 'no', 'off']);
+
+/** The sandbox opt-in value; throws UsageError on anything else. */
+export function parseSandbox(raw: string | undefined): boolean {
+  const value = pyStrip(raw ?? '').toLowerCase();
+  if (SANDBOX_ON.has(value)) return true;
+  if (SANDBOX_OFF.has(value)) return false;
+  throw new UsageError(`PRUN_AGY_SANDBOX must be 1/true/yes/on or 0/false/no/off (got: ${value})`);
+}
+
+function graceSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || pyStrip(raw) === '') return fallback;
+  const value = parseNonNegativeSeconds(raw);
+  if (value === null) throw new UsageError(`${name} must be a non-negative number of seconds`);
+  return value;
+}
+
+/**
+ * Steps 2-11 of §1.2 in their exact order; throws UsageError (exit 2, or 70 for a missing
+ * binary) with the original's message. Touches the file system only to read.
+ */
+export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
+  const { env, cwd } = deps;
+  if (!isValidUnitId(args.unitId)) {
+    throw new UsageError('--unit-id must contain only letters, digits, dashes, or underscores');
+  }
+  const promptPath = joinOntoCwd(cwd, args.promptFile);
+  let promptIsFile = false;
+  try {
+    promptIsFile = statSync(promptPath).isFile();
+  } catch {
+    promptIsFile = false;
+  }
+  if (!promptIsFile) throw new UsageError(`prompt file not found: ${promptPath}`);
+
+  const resultPath = resolveNonStrict(joinOntoCwd(cwd, args.resultFile));
+  if (existsOrIsLink(resultPath)) {
+    throw new UsageError(`result path already exists; use a fresh path: ${resultPath}`);
+  }
+
+  let promptBytes: Buffer;
+  try {
+    promptBytes = readFileSync(promptPath);
+  } catch (error) {
+    throw new UsageError(`could not read prompt file: ${osErrorText(error)}`);
+  }
+  const decoded = decodeUtf8(promptBytes);
+  if (decoded === null) throw new UsageError(`prompt file is not valid UTF-8: ${promptPath}`);
+  const prompt = universalNewlines(decoded);
+
+  const scratchRaw = env.PRUN_SCRATCH_CWD ?? '';
+  let mode = args.mode;
+  if (mode === null) {
+    if (scratchRaw !== '' || args.addDirs.length > 0) {
+      throw new UsageError(
+        'PRUN_SCRATCH_CWD and --add-dir require an explicit --mode plan or --mode accept-edits; use accept-edits only with disposable directories',
+      );
+    }
+    mode = 'accept-edits';
+  }
+
+  const addDirs: string[] = [];
+  for (const raw of args.addDirs) {
+    if (pyStrip(raw) === '') throw new UsageError('--add-dir requires a non-empty directory path');
+    const dir = resolveNonStrict(joinOntoCwd(cwd, raw));
+    let isDir = false;
+    try {
+      isDir = statSync(dir).isDirectory();
+    } catch {
+      isDir = false;
+    }
+    if (!isDir) throw new UsageError(`--add-dir path is not an existing directory: ${dir}`);
+    addDirs.push(dir);
+  }
+
+  let conversationId: string | null = null;
+  if (args.continueFrom !== null) {
+    if (pyStrip(args.continueFrom) === '') {
+      throw new UsageError('--continue-from requires a non-empty state directory path');
+    }
+    const idFile = `${joinOntoCwd(cwd, args.continueFrom).replace(/\/+$/, '')}/conversation-id`;
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(idFile);
+    } catch {
+      throw new UsageError(`--continue-from has no conversation-id file: ${idFile}`);
+    }
+    const text = decodeUtf8(bytes);
+    if (text === null) throw new UsageError(`--continue-from conversation-id file is not valid UTF-8: ${idFile}`);
+    conversationId = pyStrip(universalNewlines(text));
+    if (conversationId === '') throw new UsageError(`--continue-from conversation-id file is empty: ${idFile}`);
+  }
+
+  const exe = deps.locateBinary(env, cwd);
+  if (exe === null) {
+    throw new UsageError('no runnable Antigravity CLI found; install agy or set ANTIGRAVITY_BIN', 70);
+  }
+
+  const model = pyStrip(env.ANTIGRAVITY_DISPATCH_MODEL ?? deps.defaultModel);
+  const namedModel = pyStrip(env.ANTIGRAVITY_DISPATCH_MODEL ?? '');
+  const effortExplicit = env.ANTIGRAVITY_DISPATCH_EFFORT !== undefined;
+  const effort = pyStrip(env.ANTIGRAVITY_DISPATCH_EFFORT ?? DEFAULT_EFFORT);
+  if (model === '' || effort === '') throw new UsageError('model and effort overrides must be non-empty');
+
+  const timeoutSeconds = parsePositiveSeconds(env.ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS ?? String(DEFAULT_TIMEOUT_SECONDS));
+  if (timeoutSeconds === null) throw new UsageError('ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS must be a positive integer');
+  const sandbox = parseSandbox(env.PRUN_AGY_SANDBOX);
+  const killGraceSeconds = graceSetting(env, 'PRUN_AGY_KILL_GRACE_SECONDS', DEFAULT_KILL_GRACE_SECONDS);
+  const signalGraceSeconds = graceSetting(env, 'PRUN_AGY_SIGNAL_GRACE_SECONDS', DEFAULT_SIGNAL_GRACE_SECONDS);
+
+  return {
+    cwd,
+    unitId: args.unitId,
+    promptPath,
+    prompt,
+    resultPath,
+    mode,
+    addDirs,
+    conversationId,
+    exe,
+    model,
+    namedModel,
+    effort,
+    effortExplicit,
+    timeoutSeconds,
+    sandbox,
+    killGraceSeconds,
+    signalGraceSeconds,
+    scratchDir: scratchRaw === '' ? null : resolveNonStrict(joinOntoCwd(cwd, scratchRaw)),
+  };
+}
+
+function existsOrIsLink(path: string): boolean {
+  return existsSync(path);
+}

@@ -1,1 +1,62 @@
-export {};
+export {
+  type ResultPathState,
+  type ResultValue,
+  type UnitStage,
+  type UnitError,
+  type StatFact,
+  type ResultOutcome,
+  type ResultTarget,
+  LEGAL_RESULT_PAIRS,
+  isLegalResultPair,
+  resolveEntry,
+  classifyTarget,
+  failedClassification,
+  tailBytesOf,
+  legacyPidOf,
+} from './classify.js';
+export {
+  type FsPath,
+  type ObservedPath,
+  decodeSurrogateEscape,
+  isUtf8,
+  childPath,
+  compareCodePoints,
+} from './names.js';
+export {
+  type FileFacts,
+  type ObservationFs,
+  type Discovery,
+  type Sweep,
+  nodeObservationFs,
+  errorName,
+  discoverUnits,
+  inspectUnit,
+  sweep,
+} from './observe.js';
+export {
+  SCHEMA_VERSION,
+  SAFETY_LINES,
+  SAFETY_SENTENCE,
+  type DiscoveryError,
+  type UnitRecord,
+  type UnitObservation,
+  type Summary,
+  type SortOrder,
+  type DisplayOptions,
+  type Report,
+  buildRecord,
+  buildSummary,
+  selectShown,
+  isPartial,
+  buildReport,
+} from './report.js';
+export {
+  type OutputChunk,
+  renderJson,
+  renderText,
+  toAsciiJson,
+  groupThousands,
+  formatMiB,
+  formatCounts,
+} from './render.js';
+export { type ReportOptions, type ParsedArgs, parseArgs } from './options.js';

@@ -1,0 +1,102 @@
+/**
+ * File names as Python shows them. A name that is not valid UTF-8 cannot be a JS string
+ * without losing bytes, so it is decoded the way Python's `surrogateescape` does (each
+ * undecodable byte b becomes the lone surrogate U+DC00+b). JSON then carries the same
+ * `\udcXX` escapes the original printed, and the raw bytes stay with the path for file
+ * system calls.
+ */
+
+/** A path as the file system needs it: a string, or raw bytes when the name is not UTF-8. */
+export type FsPath = string | Buffer;
+
+/** A path as reported (`display`) and as passed to file system calls (`fs`). */
+export interface ObservedPath {
+  display: string;
+  fs: FsPath;
+}
+
+function sequenceLength(bytes: Uint8Array, at: number): number {
+  const lead = bytes[at]!;
+  const cont = (i: number, lo = 0x80, hi = 0xbf): boolean => {
+    const b = bytes[at + i];
+    return b !== undefined && b >= lo && b <= hi;
+  };
+  if (lead < 0x80) return 1;
+  if (lead >= 0xc2 && lead <= 0xdf) return cont(1) ? 2 : 0;
+  if (lead === 0xe0) return cont(1, 0xa0) && cont(2) ? 3 : 0;
+  if (lead === 0xed) return cont(1, 0x80, 0x9f) && cont(2) ? 3 : 0;
+  if (lead >= 0xe1 && lead <= 0xef) return cont(1) && cont(2) ? 3 : 0;
+  if (lead === 0xf0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (lead >= 0xf1 && lead <= 0xf3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (lead === 0xf4) return cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+/** Decode UTF-8 like Python's `bytes.decode('utf-8', 'surrogateescape')`. */
+export function decodeSurrogateEscape(bytes: Uint8Array): string {
+  let out = '';
+  let at = 0;
+  while (at < bytes.length) {
+    const length = sequenceLength(bytes, at);
+    if (length === 0) {
+      out += String.fromCharCode(0xdc00 + bytes[at]!);
+      at += 1;
+    } else {
+      out += Buffer.from(bytes.subarray(at, at + length)).toString('utf8');
+      at += length;
+    }
+  }
+  return out;
+}
+
+/** Whether the bytes are valid UTF-8, so a plain string names the same file. */
+export function isUtf8(bytes: Uint8Array): boolean {
+  for (let at = 0; at < bytes.length; ) {
+    const length = sequenceLength(bytes, at);
+    if (length === 0) return false;
+    at += length;
+  }
+  return true;
+}
+
+/** `dir/name` for a directory and a raw entry name, keeping raw bytes only where needed. */
+export function childPath(dir: ObservedPath, name: Buffer | string): ObservedPath {
+  const nameBytes = typeof name === 'string' ? Buffer.from(name, 'utf8') : name;
+  const display = `${dir.display === '/' ? '' : dir.display}/${decodeSurrogateEscape(nameBytes)}`;
+  if (typeof dir.fs === 'string' && isUtf8(nameBytes)) return { display, fs: display };
+  const base = typeof dir.fs === 'string' ? Buffer.from(dir.fs, 'utf8') : dir.fs;
+  const slash = base.length > 0 && base[base.length - 1] === 0x2f ? Buffer.alloc(0) : Buffer.from('/');
+  return { display, fs: Buffer.concat([base, slash, nameBytes]) };
+}
+
+/** Compare by Unicode code point, as Python orders `str` (JS `<` compares UTF-16 units). */
+export function compareCodePoints(a: string, b: string): number {
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const ca = a.codePointAt(i)!;
+    const cb = b.codePointAt(j)!;
+    if (ca !== cb) return ca < cb ? -1 : 1;
+    i += ca > 0xffff ? 2 : 1;
+    j += cb > 0xffff ? 2 : 1;
+  }
+  return a.length - i === b.length - j ? 0 : a.length - i < b.length - j ? -1 : 1;
+}
+
+/** Python's `str[:n]` and `len(str)`: code points, not UTF-16 units. */
+export function codePointLength(text: string): number {
+  let n = 0;
+  for (const _ of text) n += 1;
+  return n;
+}
+
+export function codePointSlice(text: string, count: number): string {
+  let out = '';
+  let n = 0;
+  for (const ch of text) {
+    if (n === count) break;
+    out += ch;
+    n += 1;
+  }
+  return out;
+}

@@ -1,0 +1,121 @@
+import { basename } from 'node:path';
+import { codePointLength, codePointSlice } from './names.js';
+import { SAFETY_LINES, SAFETY_SENTENCE, SCHEMA_VERSION, isPartial, type Report, type Summary, type UnitRecord } from './report.js';
+
+/** The JSON document (the contract): keys in schema order, ASCII only, one trailing newline. */
+export function renderJson(report: Report): string {
+  const document: Record<string, unknown> = {
+    schema_version: SCHEMA_VERSION,
+    roots: report.roots,
+    unit_count: report.records.length,
+    discovery_errors: report.discoveryErrors,
+    units: report.shown,
+    safety: SAFETY_SENTENCE,
+  };
+  if (report.summary !== undefined) document.summary = report.summary;
+  return `${toAsciiJson(JSON.stringify(document, null, 2))}\n`;
+}
+
+/** Escape every non-ASCII UTF-16 unit as `\uXXXX`, as Python's `json.dumps` does by default. */
+export function toAsciiJson(json: string): string {
+  return json.replace(/[\u0080-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+const UNIT_WIDTH = 52;
+const RESULT_WIDTH = 9;
+const PATH_WIDTH = 13;
+const BYTES_WIDTH = 11;
+
+function padEnd(text: string, width: number): string {
+  return text + ' '.repeat(Math.max(0, width - codePointLength(text)));
+}
+
+function padStart(text: string, width: number): string {
+  return ' '.repeat(Math.max(0, width - codePointLength(text))) + text;
+}
+
+/** An integer with `,` thousands separators (Python's `{:,}`). */
+export function groupThousands(n: number): string {
+  const digits = String(Math.abs(n));
+  const grouped = digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return n < 0 ? `-${grouped}` : grouped;
+}
+
+/** Bytes as MiB with one decimal, rounding an exact tie to even like Python's `{:.1f}`. */
+export function formatMiB(bytes: number): string {
+  const scaled = BigInt(Math.round(bytes)) * 10n;
+  const unit = 1n << 20n;
+  let tenths = scaled / unit;
+  const twiceRemainder = (scaled % unit) * 2n;
+  if (twiceRemainder > unit || (twiceRemainder === unit && tenths % 2n === 1n)) tenths += 1n;
+  return `${tenths / 10n}.${tenths % 10n}`;
+}
+
+/** Counts as `key=value` pairs in first-seen order. */
+export function formatCounts(counts: Record<string, number>): string {
+  const pairs = Object.entries(counts).map(([key, value]) => `${key}=${value}`);
+  return pairs.length === 0 ? '(none)' : pairs.join(' ');
+}
+
+function header(includeLegacyPid: boolean): string {
+  const line =
+    `${padEnd('unit', UNIT_WIDTH)} ${padEnd('result', RESULT_WIDTH)} ${padEnd('path', PATH_WIDTH)} ` +
+    padStart('tail bytes', BYTES_WIDTH);
+  return includeLegacyPid ? `${line}  legacy_pid_unverified` : line;
+}
+
+function recordLines(record: UnitRecord, includeLegacyPid: boolean): string[] {
+  const name = codePointSlice(basename(record.unit), UNIT_WIDTH);
+  const bytes = record.tail_bytes === null ? '?' : groupThousands(record.tail_bytes);
+  let line =
+    `${padEnd(name, UNIT_WIDTH)} ${padEnd(record.result, RESULT_WIDTH)} ` +
+    `${padEnd(record.result_path_state, PATH_WIDTH)} ${padStart(bytes, BYTES_WIDTH)}`;
+  if (includeLegacyPid) line += `  ${record.legacy_pid_unverified || '-'}`;
+  return [line, ...record.errors.map((e) => `    error [${e.stage}]: ${e.error}`)];
+}
+
+function summaryLines(summary: Summary): string[] {
+  return [
+    '',
+    `units ${summary.units}   missing-or-empty result ${summary.missing_or_empty_result_units} units, ` +
+      `${formatMiB(summary.missing_or_empty_result_bytes)} MiB`,
+    `  unresolved    : ${summary.unresolved_units} units, ${formatMiB(summary.unresolved_bytes)} MiB ` +
+      '(tail present, result never classified)',
+    `  by result     : ${formatCounts(summary.by_result)}`,
+    `  by path state : ${formatCounts(summary.by_path_state)}`,
+  ];
+}
+
+export interface OutputChunk {
+  stream: 'stdout' | 'stderr';
+  text: string;
+}
+
+/**
+ * The human table, as ordered chunks for stdout and stderr: table, discovery failures
+ * (stderr), summary, safety sentence, and the incomplete notice (stderr) when partial.
+ */
+export function renderText(report: Report, binName: string): OutputChunk[] {
+  const head = header(report.includeLegacyPid);
+  const table = [head, '-'.repeat(head.length), ...report.shown.flatMap((r) => recordLines(r, report.includeLegacyPid))];
+  const chunks: OutputChunk[] = [{ stream: 'stdout', text: lines(table) }];
+  if (report.discoveryErrors.length > 0) {
+    const failures = report.discoveryErrors.map(
+      (e) => `${binName}: discovery failed: ${e.stage === 'root' ? e.root : e.unit} (${e.error})`,
+    );
+    chunks.push({ stream: 'stderr', text: lines(failures) });
+  }
+  const tail = [...(report.summary === undefined ? [] : summaryLines(report.summary)), '', ...SAFETY_LINES];
+  chunks.push({ stream: 'stdout', text: lines(tail) });
+  if (isPartial(report)) {
+    chunks.push({
+      stream: 'stderr',
+      text: `\n${binName}: This sweep is incomplete; see the errors column and any discovery failures above.\n`,
+    });
+  }
+  return chunks;
+}
+
+function lines(list: readonly string[]): string {
+  return list.map((line) => `${line}\n`).join('');
+}

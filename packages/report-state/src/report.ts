@@ -1,0 +1,148 @@
+import type { ResultOutcome, ResultPathState, ResultValue, UnitError } from './classify.js';
+import { compareCodePoints } from './names.js';
+
+export const SCHEMA_VERSION = 1;
+
+/** Printed on every run: in text as these three lines, in JSON as one sentence. */
+export const SAFETY_LINES: readonly string[] = [
+  'Snapshotting a tail is the only safe operation offered here.',
+  'This output does not establish that deleting, overwriting, or',
+  'promoting any unit is safe.',
+];
+export const SAFETY_SENTENCE = SAFETY_LINES.join(' ');
+
+export type DiscoveryError =
+  | { stage: 'root'; root: string; error: string }
+  | { stage: 'unit-entry'; unit: string; error: string };
+
+/** One unit, with its keys in the order of the JSON contract. */
+export interface UnitRecord {
+  unit: string;
+  errors: UnitError[];
+  result_path_state: ResultPathState;
+  result: ResultValue;
+  result_target: string | null;
+  tail_bytes: number | null;
+  legacy_pid_unverified?: string | null;
+}
+
+export interface UnitObservation {
+  unit: string;
+  outcome: ResultOutcome;
+  tail: { bytes: number | null; error: UnitError | null };
+  /** Present only when the legacy pid was asked for. */
+  legacyPid?: { value: string | null; error: UnitError | null };
+}
+
+/** Build a record with the contract's key order; errors: result, then tail, then legacy pid. */
+export function buildRecord(observation: UnitObservation): UnitRecord {
+  const { outcome, tail, legacyPid } = observation;
+  const errors = [outcome.error, tail.error, legacyPid?.error ?? null].filter((e): e is UnitError => e !== null);
+  const record: UnitRecord = {
+    unit: observation.unit,
+    errors,
+    result_path_state: outcome.pathState,
+    result: outcome.result,
+    result_target: outcome.target,
+    tail_bytes: tail.bytes,
+  };
+  if (legacyPid !== undefined) record.legacy_pid_unverified = legacyPid.value;
+  return record;
+}
+
+export interface Summary {
+  units: number;
+  by_result: Record<string, number>;
+  by_path_state: Record<string, number>;
+  missing_or_empty_result_bytes: number;
+  missing_or_empty_result_units: number;
+  unresolved_bytes: number;
+  unresolved_units: number;
+}
+
+function countFirstSeen(values: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
+  return counts;
+}
+
+/**
+ * Counters over every record (not only the shown ones). A unit whose tail is 0 or unknown
+ * counts toward neither byte counter; the two counters never overlap.
+ */
+export function buildSummary(records: readonly UnitRecord[]): Summary {
+  let missingOrEmptyBytes = 0;
+  let missingOrEmptyUnits = 0;
+  let unresolvedBytes = 0;
+  let unresolvedUnits = 0;
+  for (const record of records) {
+    const bytes = record.tail_bytes ?? 0;
+    if (bytes <= 0) continue;
+    if (record.result === 'missing' || record.result === 'empty') {
+      missingOrEmptyBytes += bytes;
+      missingOrEmptyUnits += 1;
+    } else if (record.result === 'unknown') {
+      unresolvedBytes += bytes;
+      unresolvedUnits += 1;
+    }
+  }
+  return {
+    units: records.length,
+    by_result: countFirstSeen(records.map((r) => r.result)),
+    by_path_state: countFirstSeen(records.map((r) => r.result_path_state)),
+    missing_or_empty_result_bytes: missingOrEmptyBytes,
+    missing_or_empty_result_units: missingOrEmptyUnits,
+    unresolved_bytes: unresolvedBytes,
+    unresolved_units: unresolvedUnits,
+  };
+}
+
+export type SortOrder = 'path' | 'tail-bytes-desc';
+
+export interface DisplayOptions {
+  minTailBytes: number;
+  sort: SortOrder;
+}
+
+/** The listed units: a display filter (unknown tail counts as 0), then the chosen order. */
+export function selectShown(records: readonly UnitRecord[], { minTailBytes, sort }: DisplayOptions): UnitRecord[] {
+  const shown = records.filter((r) => (r.tail_bytes ?? 0) >= minTailBytes);
+  const byPath = (a: UnitRecord, b: UnitRecord): number => compareCodePoints(a.unit, b.unit);
+  if (sort === 'path') return shown.sort(byPath);
+  return shown.sort((a, b) => (b.tail_bytes ?? 0) - (a.tail_bytes ?? 0) || byPath(a, b));
+}
+
+export interface Report {
+  roots: string[];
+  discoveryErrors: DiscoveryError[];
+  /** Every record, in discovery order. */
+  records: UnitRecord[];
+  shown: UnitRecord[];
+  /** Present when `--summary` was asked for. */
+  summary?: Summary;
+  includeLegacyPid: boolean;
+}
+
+/** Anything not fully observed, hidden units included, makes the sweep partial (exit 1). */
+export function isPartial(report: Pick<Report, 'discoveryErrors' | 'records'>): boolean {
+  return report.discoveryErrors.length > 0 || report.records.some((r) => r.errors.length > 0);
+}
+
+export function buildReport(input: {
+  roots: string[];
+  discoveryErrors: DiscoveryError[];
+  records: UnitRecord[];
+  display: DisplayOptions;
+  withSummary: boolean;
+  includeLegacyPid: boolean;
+}): Report {
+  const report: Report = {
+    roots: input.roots,
+    discoveryErrors: input.discoveryErrors,
+    records: input.records,
+    shown: selectShown(input.records, input.display),
+    includeLegacyPid: input.includeLegacyPid,
+  };
+  if (input.withSummary) report.summary = buildSummary(input.records);
+  return report;
+}

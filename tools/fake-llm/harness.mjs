@@ -1,0 +1,137 @@
+// Test harness for running the real pi (tools/pi/pi) against the fake model server:
+// an isolated pi environment per test, and /proc scans to prove no process was left.
+// Plain Node (20 and 22), no dependencies; types in harness.d.mts.
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export { startFakeLlm, planReply, MODEL_ID } from './server.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+export const REPO_ROOT = resolve(here, '..', '..');
+export const PI_BIN = join(REPO_ROOT, 'tools', 'pi', 'pi');
+export const PROVIDER = 'fake';
+export const MODEL = 'fake/fake-model';
+
+// Caller variables that would leak the developer's own pi, model choice or job nesting
+// into a test; the runner contract reads every one of these.
+const DROPPED_PREFIXES = ['MULTI_AGENT_', 'PI_', 'HERDR_', 'XDG_'];
+
+function writeJson(file, value) {
+  writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
+}
+
+/**
+ * Lays out an isolated pi world under `root` (which must exist) that talks to the fake
+ * server on `port`, and returns the environment to run `prun-job` (or pi) with.
+ */
+export function makePiEnv({ port, root, retryBaseDelayMs = 100, extraEnv = {} }) {
+  if (!Number.isInteger(port) || port <= 0) throw new TypeError(`makePiEnv: port must be a positive integer, got ${port}`);
+  if (typeof root !== 'string' || root === '') throw new TypeError('makePiEnv: root must be a directory path');
+  const agentDir = join(root, 'agent');
+  const stateHome = join(root, 'state');
+  const tmpDir = join(root, 'tmp');
+  const home = join(root, 'home');
+  const cwd = join(root, 'project');
+  for (const dir of [agentDir, stateHome, tmpDir, home, cwd]) mkdirSync(dir, { recursive: true });
+
+  writeJson(join(agentDir, 'models.json'), {
+    providers: {
+      [PROVIDER]: {
+        baseUrl: `http://127.0.0.1:${port}/v1`,
+        api: 'openai-completions',
+        apiKey: 'not-a-secret',
+        models: [
+          {
+            id: 'fake-model',
+            name: 'Fake model (tools/fake-llm)',
+            reasoning: false,
+            input: ['text'],
+            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+            contextWindow: 128000,
+            maxTokens: 4096,
+          },
+        ],
+      },
+    },
+  });
+  writeJson(join(agentDir, 'settings.json'), {
+    defaultProvider: PROVIDER,
+    defaultModel: 'fake-model',
+    // pi waits 2 s before its first retry by default; [[500-once]] tests need not.
+    retry: { enabled: true, maxRetries: 3, baseDelayMs: retryBaseDelayMs },
+    quietStartup: true,
+    enableInstallTelemetry: false,
+    enableAnalytics: false,
+  });
+
+  const env = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value === undefined || DROPPED_PREFIXES.some((prefix) => key.startsWith(prefix))) continue;
+    env[key] = value;
+  }
+  Object.assign(env, {
+    MULTI_AGENT_PI_BIN: PI_BIN,
+    PI_CODING_AGENT_DIR: agentDir,
+    XDG_STATE_HOME: stateHome,
+    TMPDIR: tmpDir,
+    HOME: home,
+    PI_OFFLINE: '1',
+    PI_TELEMETRY: '0',
+    PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    NO_COLOR: '1',
+    ...extraEnv,
+  });
+  return { env, agentDir, stateHome, tmpDir, home, cwd };
+}
+
+/** Reads one process's argv from /proc, or null if it vanished or is unreadable. */
+function readCmdline(pid) {
+  try {
+    const raw = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    if (raw === '') return null; // kernel threads and zombies
+    return raw.replace(/\0$/, '').split('\0');
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Live processes (other than this one) whose argv satisfies `match`: a function of
+ * (argv: string[], pid: number), or a string/RegExp tested against the argv joined by spaces.
+ */
+export function listProcesses(match) {
+  const test =
+    typeof match === 'function'
+      ? match
+      : match instanceof RegExp
+        ? (argv) => match.test(argv.join(' '))
+        : (argv) => argv.join(' ').includes(String(match));
+  const found = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    const argv = readCmdline(pid);
+    if (argv && test(argv, pid)) found.push({ pid, argv, cmdline: argv.join(' ') });
+  }
+  return found;
+}
+
+/**
+ * Polls until no process matches `pattern` (see listProcesses). Resolves to [] on success;
+ * rejects after `timeoutMs` with an error naming the survivors.
+ */
+export async function waitForNoProcesses(pattern, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const left = listProcesses(pattern);
+    if (left.length === 0) return left;
+    if (Date.now() >= deadline) {
+      const names = left.map((p) => `${p.pid}: ${p.cmdline.slice(0, 200)}`).join('; ');
+      throw new Error(`waitForNoProcesses: still running after ${timeoutMs} ms: ${names}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,125 @@
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { STATE_DIR_LINE_PREFIX, parseOperandLine } from '@prun/unit-state';
+import { UsageError } from './settings.js';
+
+export interface ParsedArgs {
+  json: boolean;
+  help: boolean;
+  version: boolean;
+  /** Read operands from stdin (`-` as the only operand). */
+  stdin: boolean;
+  operands: string[];
+}
+
+/**
+ * Options come before the operands; `--` ends them. Everything after the first operand is an
+ * operand, so a state directory named like an option can still be given after `--`.
+ */
+export function parseArgs(argv: readonly string[]): ParsedArgs {
+  const parsed: ParsedArgs = { json: false, help: false, version: false, stdin: false, operands: [] };
+  let index = 0;
+  for (; index < argv.length; index += 1) {
+    const arg = argv[index]!;
+    if (arg === '--') {
+      index += 1;
+      break;
+    }
+    if (arg === '--json') parsed.json = true;
+    else if (arg === '--help' || arg === '-h') parsed.help = true;
+    else if (arg === '--version') parsed.version = true;
+    else if (arg.startsWith('-') && arg !== '-') throw new UsageError(`unknown option ${arg}`);
+    else break;
+  }
+  parsed.operands = argv.slice(index);
+  if (parsed.operands.includes('-')) {
+    if (parsed.operands.length !== 1) throw new UsageError('`-` (operands from stdin) must be the only operand');
+    parsed.stdin = true;
+    parsed.operands = [];
+  }
+  return parsed;
+}
+
+export function packageVersion(): string {
+  const text = readFileSync(new URL('../package.json', import.meta.url), 'utf8');
+  const version = (JSON.parse(text) as { version?: unknown }).version;
+  return typeof version === 'string' ? version : '0.0.0';
+}
+
+const AGENT_VARIABLES = ['AI_AGENT', 'CLAUDECODE', 'CLAUDE_CODE_ENTRYPOINT', 'GEMINI_CLI', 'CURSOR_AGENT', 'OPENCODE'];
+
+/** Whether an AI agent runs us (it reads our output; a live view would only be noise). */
+export function isAgentCaller(env: NodeJS.ProcessEnv): boolean {
+  return Object.entries(env).some(
+    ([name, value]) => !!value && (AGENT_VARIABLES.includes(name) || name.startsWith('CODEX_')),
+  );
+}
+
+/** A live view on stderr only for a person at a terminal. */
+export function liveViewWanted(env: NodeJS.ProcessEnv, stderrIsTty: boolean): boolean {
+  return stderrIsTty && !isAgentCaller(env);
+}
+
+export function colourWanted(env: NodeJS.ProcessEnv): boolean {
+  return !env.NO_COLOR && !isAgentCaller(env);
+}
+
+/** Operands from stdin: one per line, `STATE-DIR <path>` or a plain path; blank lines skipped. */
+export function readStdinOperands(
+  input: NodeJS.ReadableStream,
+  onOperand: (operand: string, fromStateDirLine: boolean) => void,
+  onEnd: () => void,
+): () => void {
+  const lines = createInterface({ input, crlfDelay: Infinity });
+  lines.on('line', (line) => {
+    const operand = parseOperandLine(line);
+    if (operand !== null) onOperand(operand, line.startsWith(STATE_DIR_LINE_PREFIX));
+  });
+  lines.on('close', onEnd);
+  return () => {
+    lines.removeAllListeners('close');
+    lines.close();
+    if ('destroy' in input && typeof input.destroy === 'function') input.destroy();
+  };
+}
+
+/**
+ * A one-line-per-unit view on stderr that rewrites itself in place. Colour only when wanted.
+ */
+export class LiveView {
+  #shown = 0;
+
+  constructor(
+    private readonly stream: NodeJS.WritableStream,
+    private readonly colour: boolean,
+  ) {}
+
+  render(rows: ReadonlyArray<{ name: string; status: string }>): void {
+    let text = this.#shown > 0 ? `\x1b[${this.#shown}F\x1b[J` : '';
+    for (const row of rows) text += `${row.name} ${this.paint(row.status)}\n`;
+    this.stream.write(text);
+    this.#shown = rows.length;
+  }
+
+  clear(): void {
+    if (this.#shown > 0) this.stream.write(`\x1b[${this.#shown}F\x1b[J`);
+    this.#shown = 0;
+  }
+
+  private paint(status: string): string {
+    if (!this.colour) return status;
+    const code = status === 'done' ? 32 : status.startsWith('failed') ? 31 : status.startsWith('stalled') ? 33 : 0;
+    return code === 0 ? status : `\x1b[${code}m${status}\x1b[0m`;
+  }
+}
+
+/** Print a line on stdout; a reader that went away (EPIPE) is not our error. */
+export function writeLine(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+export function guardStdout(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
+}

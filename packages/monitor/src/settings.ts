@@ -1,0 +1,66 @@
+import { z } from 'zod';
+
+/** A bad command line or environment value: one message line, exit 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+// Unset or empty means the default (as the shell originals did); anything else must be plain digits.
+const SecondsSchema = z
+  .string()
+  .regex(/^[0-9]+$/)
+  .transform(Number)
+  .refine((n) => Number.isSafeInteger(n));
+
+/** Read one whole-seconds setting; a value that is not a non-negative integer names the variable. */
+export function readSecondsSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const parsed = SecondsSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new UsageError(`${name} must be a non-negative integer number of seconds, got ${JSON.stringify(raw)}`);
+  }
+  return parsed.data;
+}
+
+export interface MonitorSettings {
+  stallThresholdS: number;
+  pollS: number;
+  timeoutS: number;
+  stableWindowS: number;
+}
+
+export const MONITOR_ENV = {
+  stallThresholdS: ['PRUN_STALL_THRESHOLD', 600],
+  pollS: ['PRUN_MONITOR_POLL', 15],
+  timeoutS: ['PRUN_MONITOR_TIMEOUT', 3600],
+  stableWindowS: ['PRUN_MONITOR_STABLE_WINDOW', 10],
+} as const;
+
+export interface GatherSettings {
+  timeoutS: number;
+  pollS: number;
+  stableWindowS: number;
+}
+
+export const GATHER_ENV = {
+  timeoutS: ['AGENT_CONFIG_GATHER_TIMEOUT', 3600],
+  pollS: ['PRUN_GATHER_POLL', 5],
+  stableWindowS: ['PRUN_GATHER_STABLE_WINDOW', 10],
+} as const;
+
+/** Read every setting of a table like MONITOR_ENV from the environment. */
+export function readSettings<K extends string>(
+  env: NodeJS.ProcessEnv,
+  table: Record<K, readonly [string, number]>,
+): Record<K, number> {
+  const result = {} as Record<K, number>;
+  for (const key of Object.keys(table) as K[]) {
+    const [name, fallback] = table[key];
+    result[key] = readSecondsSetting(env, name, fallback);
+  }
+  return result;
+}

@@ -1,0 +1,109 @@
+import { watch as fsWatch, type FSWatcher } from 'node:fs';
+import { basename, dirname } from 'node:path';
+
+export type WatchFunction = (dir: string, listener: (event: string, filename: string | null) => void) => FSWatcher;
+
+const defaultWatch: WatchFunction = (dir, listener) =>
+  fsWatch(dir, { persistent: false }, (event, filename) => listener(event, filename == null ? null : String(filename)));
+
+// setTimeout fires at once for delays beyond 2^31-1 ms; a later wake-up just looks again.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Wakes a watch loop on file-system events (inotify through fs.watch) and at a deadline. A
+ * directory that cannot be watched (ENOENT, ENOTDIR, EACCES) is tried again on the next
+ * `watchDir`; when the system runs out of watches (ENOSPC, EMFILE, ENFILE) watching stops for
+ * good and the deadline timer alone (bounded by the poll interval) keeps the loop going.
+ */
+export class Waker {
+  readonly #watchers = new Map<string, FSWatcher>();
+  /** Per directory: names to ignore (a whole directory is wanted) or the only names wanted. */
+  readonly #interest = new Map<string, { ignored: ReadonlySet<string> } | { names: Set<string> }>();
+  #watchingDisabled = false;
+  #deadlineTimer: NodeJS.Timeout | undefined;
+  #soonTimer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(
+    private readonly wake: () => void,
+    private readonly options: { coalesceMs?: number; watch?: WatchFunction } = {},
+  ) {}
+
+  /** Directories currently watched (for tests and the bench). */
+  get watchedDirs(): string[] {
+    return [...this.#watchers.keys()];
+  }
+
+  get watchingDisabled(): boolean {
+    return this.#watchingDisabled;
+  }
+
+  /** Wake on changes to any entry of `dir` except the `ignored` names. */
+  watchDir(dir: string, ignored: ReadonlySet<string> = new Set()): void {
+    this.#interest.set(dir, { ignored });
+    this.#watch(dir);
+  }
+
+  /** Wake on changes to `path`, which need not exist yet (its directory is watched). */
+  watchFile(path: string): void {
+    const dir = dirname(path);
+    const interest = this.#interest.get(dir);
+    if (interest === undefined) this.#interest.set(dir, { names: new Set([basename(path)]) });
+    else if ('names' in interest) interest.names.add(basename(path));
+    this.#watch(dir);
+  }
+
+  #isRelevant(dir: string, filename: string | null): boolean {
+    const interest = this.#interest.get(dir);
+    if (interest === undefined) return false;
+    if (filename === null) return true;
+    return 'names' in interest ? interest.names.has(filename) : !interest.ignored.has(filename);
+  }
+
+  #watch(dir: string): void {
+    if (this.#closed || this.#watchingDisabled || this.#watchers.has(dir)) return;
+    try {
+      const watcher = (this.options.watch ?? defaultWatch)(dir, (_event, filename) => {
+        if (this.#isRelevant(dir, filename)) this.soon();
+      });
+      watcher.on('error', () => {
+        watcher.close();
+        this.#watchers.delete(dir);
+        this.soon();
+      });
+      this.#watchers.set(dir, watcher);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOSPC' || code === 'EMFILE' || code === 'ENFILE') this.#watchingDisabled = true;
+    }
+  }
+
+  /** Wake shortly; bursts of events within the coalescing delay give one wake-up. */
+  soon(): void {
+    if (this.#closed || this.#soonTimer) return;
+    this.#soonTimer = setTimeout(() => {
+      this.#soonTimer = undefined;
+      this.wake();
+    }, this.options.coalesceMs ?? 25);
+  }
+
+  /** Wake at `atMs` (epoch ms), replacing the previous deadline. */
+  wakeAt(atMs: number, nowMs: number = Date.now()): void {
+    if (this.#closed) return;
+    clearTimeout(this.#deadlineTimer);
+    // +1 ms: a timer may fire a hair before the clock reaches the deadline it was set for.
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, Math.ceil(atMs - nowMs) + 1));
+    this.#deadlineTimer = setTimeout(() => {
+      this.#deadlineTimer = undefined;
+      this.wake();
+    }, delay);
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#deadlineTimer);
+    clearTimeout(this.#soonTimer);
+    for (const watcher of this.#watchers.values()) watcher.close();
+    this.#watchers.clear();
+  }
+}

@@ -1,4 +1,90 @@
+import { readFileSync } from 'node:fs';
+import { EXIT, SnapshotError } from './errors.js';
+import { BIN, USAGE, UsageError, parseArgs, parseEnv } from './options.js';
+import { renderJson, renderText } from './render.js';
+import { removeLiveTemporaryFiles, snapshotTail } from './snapshot.js';
+
+const HELP = `${USAGE}
+
+Copy one prun unit's tail into a verified two-member stored ZIP (tail.bin, manifest.json),
+published by hard link so an existing file is never replaced. At most the size the tail had
+when it was opened is copied; a tail still growing is cut at that size.
+
+options:
+  --unit UNIT      the unit state directory (its 'tail' is the source)
+  --dest DEST      directory for snapshot-<UTC stamp>-<8 hex>.zip (default:
+                   $XDG_STATE_HOME/anywhere-agents/prun/snapshots, or
+                   ~/.local/state/anywhere-agents/prun/snapshots; created 0700)
+  --output OUTPUT  exact archive path (not with --dest)
+  --json           print {"published", "manifest", "warning"} as JSON
+  -h, --help       show this help
+  --version        print the version
+
+exit codes:
+  0   published
+  2   usage error (bad option, --unit not a directory, --output name that traverses)
+  3   the destination name already exists (it is left untouched)
+  4   the tail cannot be opened or read, or is not a regular file
+  5   the archive could not be built or did not validate
+  6   destination directory unusable (group/world-accessible, cannot be created,
+      no temporary file possible) or the hard link failed for another reason
+  70  internal error
+`;
+
+function packageVersion(): string {
+  const raw: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  return typeof raw === 'object' && raw !== null && 'version' in raw ? String(raw.version) : 'unknown';
+}
+
+function fail(code: number, lines: string[]): void {
+  for (const line of lines) process.stderr.write(`${BIN}: ${line}\n`);
+  process.exitCode = code;
+}
+
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+// A snapshot interrupted by a signal must not leave its temporary archive behind: remove it,
+// then die of the same signal so the caller sees what happened.
+function onSignal(signal: NodeJS.Signals): void {
+  removeLiveTemporaryFiles();
+  for (const name of SIGNALS) process.removeAllListeners(name);
+  process.kill(process.pid, signal);
+}
+
 export async function main(argv: string[]): Promise<void> {
-  process.stderr.write('prun-snapshot-tail: not implemented yet (' + argv.length + ' args)\n');
-  process.exitCode = 70;
+  let parsed;
+  try {
+    parsed = parseArgs(argv);
+  } catch (error) {
+    if (error instanceof UsageError) return fail(EXIT.usage, [USAGE, `error: ${error.message}`]);
+    throw error;
+  }
+  if (parsed.kind === 'help') {
+    process.stdout.write(HELP);
+    return;
+  }
+  if (parsed.kind === 'version') {
+    process.stdout.write(`${packageVersion()}\n`);
+    return;
+  }
+  const { options } = parsed;
+  for (const name of SIGNALS) process.on(name, onSignal);
+  try {
+    const outcome = await snapshotTail({
+      unit: options.unit,
+      ...(options.dest !== undefined ? { dest: options.dest } : {}),
+      ...(options.output !== undefined ? { output: options.output } : {}),
+      env: parseEnv(process.env),
+      cwd: process.cwd(),
+    });
+    process.stdout.write(options.json ? renderJson(outcome) : renderText(outcome));
+    if (outcome.warning !== null) process.stderr.write(`${BIN}: warning: ${outcome.warning}\n`);
+    process.exitCode = EXIT.ok;
+  } catch (error) {
+    if (error instanceof SnapshotError) return fail(error.code, [`error: ${error.message}`]);
+    const message = error instanceof Error ? error.message : String(error);
+    return fail(EXIT.internal, [`internal error: ${message.split('\n')[0]}`]);
+  } finally {
+    for (const name of SIGNALS) process.removeListener(name, onSignal);
+  }
 }

@@ -1,1 +1,52 @@
-export {};
+export { EXIT, type ExitCode, SnapshotError, osErrorText, pythonErrorClass } from './errors.js';
+export {
+  BIN,
+  USAGE,
+  UsageError,
+  parseArgs,
+  parseEnv,
+  type ParsedArgs,
+  type SnapshotEnv,
+  type SnapshotOptions,
+} from './options.js';
+export {
+  type DestinationPlan,
+  archiveName,
+  broadModeProblem,
+  defaultDestDir,
+  ensureDestDir,
+  planDestination,
+} from './destination.js';
+export {
+  READ_CHUNK_BYTES,
+  type CopyResult,
+  type OpenTail,
+  type SourceIo,
+  boundedTailStream,
+  defaultSourceIo,
+  openTail,
+} from './source.js';
+export {
+  MANIFEST_MEMBER,
+  MANIFEST_NOTE,
+  TAIL_MEMBER,
+  type Manifest,
+  buildManifest,
+  isoSeconds,
+  jsonEqual,
+  manifestBytes,
+  pythonListRepr,
+  validateArchive,
+  writeArchive,
+} from './archive.js';
+export {
+  type SnapshotOutcome,
+  type SnapshotRequest,
+  type SnapshotSeams,
+  defaultSeams,
+  publishByLink,
+  removeLiveTemporaryFiles,
+  resolveUnitDir,
+  snapshotTail,
+} from './snapshot.js';
+export { groupThousands, renderJson, renderText } from './render.js';

@@ -1,0 +1,120 @@
+import { chmodSync, mkdirSync, statSync, type Stats } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { pyStrip } from '@prun/unit-state';
+import { EXIT, SnapshotError, isErrnoException, osErrorText } from './errors.js';
+import type { SnapshotEnv } from './options.js';
+
+/** Where the archive goes: the directory that must be private, and the exact final name. */
+export interface DestinationPlan {
+  destDir: string;
+  final: string;
+}
+
+const DEFAULT_SUBDIR = ['anywhere-agents', 'prun', 'snapshots'];
+
+// os.path.join semantics: no normalisation, so a relative XDG_STATE_HOME stays as given.
+function joinVerbatim(base: string, parts: readonly string[]): string {
+  return parts.reduce((path, part) => (path === '' || path.endsWith('/') ? path + part : `${path}/${part}`), base);
+}
+
+/**
+ * `$XDG_STATE_HOME/anywhere-agents/prun/snapshots`, or `~/.local/state/...` when it is unset or
+ * empty. Not made absolute: a relative XDG_STATE_HOME gives a relative destination.
+ */
+export function defaultDestDir(env: SnapshotEnv): string {
+  const base = env.xdgStateHome ?? joinVerbatim(env.home ?? homedir(), ['.local', 'state']);
+  return joinVerbatim(base, DEFAULT_SUBDIR);
+}
+
+function pad(value: number, width = 2): string {
+  return String(value).padStart(width, '0');
+}
+
+/** `snapshot-<UTC YYYYMMDDTHHMMSSZ>-<8 lowercase hex>.zip` */
+export function archiveName(now: Date, randomHex8: string): string {
+  const stamp =
+    `${pad(now.getUTCFullYear(), 4)}${pad(now.getUTCMonth() + 1)}${pad(now.getUTCDate())}` +
+    `T${pad(now.getUTCHours())}${pad(now.getUTCMinutes())}${pad(now.getUTCSeconds())}Z`;
+  return `snapshot-${stamp}-${randomHex8}.zip`;
+}
+
+// Python's os.path.basename: everything after the last slash (a trailing slash gives '').
+function rawBasename(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
+/**
+ * The final archive path and its directory. An `--output` whose name does not survive being
+ * made absolute and stripped (trailing `/`, a final `.` or `..`, surrounding whitespace) is a
+ * usage error, so the archive can never land somewhere other than the name the user typed.
+ */
+export function planDestination(input: {
+  output?: string;
+  dest?: string;
+  env: SnapshotEnv;
+  cwd: string;
+  now: Date;
+  randomHex8: string;
+}): DestinationPlan {
+  if (input.output !== undefined) {
+    const final = resolve(input.cwd, input.output);
+    if (basename(final) !== rawBasename(pyStrip(input.output))) {
+      throw new SnapshotError(EXIT.usage, 'output name may not traverse');
+    }
+    return { destDir: dirname(final), final };
+  }
+  const destDir = input.dest !== undefined ? resolve(input.cwd, input.dest) : defaultDestDir(input.env);
+  return { destDir, final: join(destDir, archiveName(input.now, input.randomHex8)) };
+}
+
+/** The refusal for a destination directory others can reach, or null when it is private. */
+export function broadModeProblem(dir: string, mode: number): string | null {
+  if ((mode & 0o077) === 0) return null;
+  const shown = (mode & 0o7777).toString(8).padStart(4, '0');
+  return `${dir} is group- or world-accessible (mode ${shown}); refusing to write snapshots there. Fix with: chmod 700 ${dir}`;
+}
+
+function statOrNull(path: string): Stats | null {
+  try {
+    return statSync(path);
+  } catch {
+    return null;
+  }
+}
+
+function checkExistingDir(dir: string, stats: Stats): void {
+  const problem = broadModeProblem(dir, stats.mode);
+  if (problem !== null) throw new SnapshotError(EXIT.publish, problem);
+}
+
+/**
+ * Make sure `dir` is a private directory: an existing one must have no group/other bits (it is
+ * never chmodded); a missing one is created (parents with default modes) and set to 0700
+ * explicitly, whatever the umask. Returns whether it was created.
+ */
+export function ensureDestDir(dir: string): { created: boolean } {
+  const existing = statOrNull(dir);
+  if (existing?.isDirectory()) {
+    checkExistingDir(dir, existing);
+    return { created: false };
+  }
+  try {
+    mkdirSync(dirname(dir), { recursive: true });
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (error) {
+    // Another run may have created it a moment ago; then it is an existing directory.
+    const raced = isErrnoException(error) && error.code === 'EEXIST' ? statOrNull(dir) : null;
+    if (raced?.isDirectory()) {
+      checkExistingDir(dir, raced);
+      return { created: false };
+    }
+    throw new SnapshotError(EXIT.publish, `cannot create ${dir}: ${osErrorText(error)}`);
+  }
+  try {
+    chmodSync(dir, 0o700);
+  } catch (error) {
+    throw new SnapshotError(EXIT.publish, `cannot create ${dir}: ${osErrorText(error)}`);
+  }
+  return { created: true };
+}

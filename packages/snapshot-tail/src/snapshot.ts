@@ -1,0 +1,170 @@
+import { randomBytes } from 'node:crypto';
+import { rmSync, statSync, unlinkSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { DestinationExistsError, STATE_FILES, linkNoReplace } from '@prun/unit-state';
+import { buildManifest, validateArchive, writeArchive, type Manifest } from './archive.js';
+import { ensureDestDir, planDestination } from './destination.js';
+import { EXIT, SnapshotError, osErrorText, pythonErrorClass } from './errors.js';
+import type { SnapshotEnv } from './options.js';
+import { defaultSourceIo, openTail, type CopyResult, type OpenTail, type SourceIo } from './source.js';
+
+/** One snapshot request, as plain data. Empty `dest`/`output` must already be dropped. */
+export interface SnapshotRequest {
+  unit: string;
+  dest?: string;
+  output?: string;
+  env: SnapshotEnv;
+  cwd: string;
+}
+
+/** A published snapshot. `warning` is set when the temporary name could not be removed. */
+export interface SnapshotOutcome {
+  published: string;
+  manifest: Manifest;
+  warning: string | null;
+}
+
+/**
+ * Every step that touches the outside world, so tests can inject the faults the Python suite
+ * produced by monkey-patching (a failing link, unlink, chmod, writer or validator, a source that
+ * grows, shrinks or changes type).
+ */
+export interface SnapshotSeams {
+  source: SourceIo;
+  now(): Date;
+  randomHex(bytes: number): string;
+  createTemp(dir: string, name: string): Promise<FileHandle>;
+  chmodTemp(handle: FileHandle, mode: number): Promise<void>;
+  writeArchive(out: FileHandle, tail: OpenTail, manifestFor: (copy: CopyResult) => Manifest, io: SourceIo): Promise<Manifest>;
+  validateArchive(path: string, expected: Record<string, unknown>): Promise<void>;
+  link(temp: string, final: string): void;
+  unlink(path: string): void;
+}
+
+export const defaultSeams: SnapshotSeams = {
+  source: defaultSourceIo,
+  now: () => new Date(),
+  randomHex: (bytes) => randomBytes(bytes).toString('hex'),
+  createTemp: (dir, name) => open(join(dir, name), 'wx', 0o600),
+  chmodTemp: (handle, mode) => handle.chmod(mode),
+  writeArchive,
+  validateArchive,
+  link: linkNoReplace,
+  unlink: unlinkSync,
+};
+
+const TEMP_PREFIX = '.snap-';
+const TEMP_SUFFIX = '.part';
+
+// Temporary archives of runs in progress, so a signal handler can remove them before exiting.
+const liveTemps = new Set<string>();
+
+/** Remove the temporary files of snapshots still in progress (for signal handlers). */
+export function removeLiveTemporaryFiles(): void {
+  for (const path of liveTemps) rmSync(path, { force: true });
+  liveTemps.clear();
+}
+
+/** `abspath(--unit)`, which must be a directory (a symlink to one is fine), else exit 2. */
+export function resolveUnitDir(unit: string, cwd: string): string {
+  const dir = resolve(cwd, unit);
+  let isDir = false;
+  try {
+    isDir = statSync(dir).isDirectory();
+  } catch {
+    isDir = false;
+  }
+  if (!isDir) throw new SnapshotError(EXIT.usage, `${dir} is not a directory`);
+  return dir;
+}
+
+async function createPrivateTemp(destDir: string, seams: SnapshotSeams): Promise<{ path: string; handle: FileHandle }> {
+  for (let attempt = 0; ; attempt += 1) {
+    const name = `${TEMP_PREFIX}${seams.randomHex(6)}${TEMP_SUFFIX}`;
+    try {
+      const handle = await seams.createTemp(destDir, name);
+      return { path: join(destDir, name), handle };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 10) continue;
+      throw new SnapshotError(EXIT.publish, `cannot create a temporary file in ${destDir}: ${osErrorText(error)}`);
+    }
+  }
+}
+
+/** Hard-link the validated archive to its final name; never replaces, never falls back. */
+export function publishByLink(temp: string, final: string, link: SnapshotSeams['link']): void {
+  try {
+    link(temp, final);
+  } catch (error) {
+    if (error instanceof DestinationExistsError) {
+      throw new SnapshotError(EXIT.collision, `${final} already exists; refusing to replace`);
+    }
+    throw new SnapshotError(
+      EXIT.publish,
+      `cannot publish by hard link (${pythonErrorClass(error)}: ${osErrorText(error)}); not falling back to a replacing operation`,
+    );
+  }
+}
+
+/**
+ * Snapshot one unit's tail: check the unit, plan and secure the destination, open the tail,
+ * stream at most its size-at-open into a private temporary ZIP, validate it, publish it by hard
+ * link. Failures are SnapshotErrors with their documented exit code. Whatever fails, the
+ * temporary file is removed and nothing but a validated archive ever appears at the final name.
+ */
+export async function snapshotTail(request: SnapshotRequest, overrides: Partial<SnapshotSeams> = {}): Promise<SnapshotOutcome> {
+  const seams: SnapshotSeams = { ...defaultSeams, ...overrides };
+  const unitDir = resolveUnitDir(request.unit, request.cwd);
+  const sourcePath = join(unitDir, STATE_FILES.tail);
+  const plan = planDestination({
+    ...(request.output !== undefined ? { output: request.output } : {}),
+    ...(request.dest !== undefined ? { dest: request.dest } : {}),
+    env: request.env,
+    cwd: request.cwd,
+    now: seams.now(),
+    randomHex8: seams.randomHex(4),
+  });
+  ensureDestDir(plan.destDir);
+  const tail = await openTail(sourcePath, seams.source);
+  let temp: { path: string; handle: FileHandle } | undefined;
+  let published = false;
+  try {
+    temp = await createPrivateTemp(plan.destDir, seams);
+    liveTemps.add(temp.path);
+    try {
+      await seams.chmodTemp(temp.handle, 0o600);
+    } catch (error) {
+      throw new SnapshotError(EXIT.publish, `cannot make ${temp.path} private: ${osErrorText(error)}`);
+    }
+    let manifest: Manifest;
+    try {
+      manifest = await seams.writeArchive(
+        temp.handle,
+        tail,
+        (copy) => buildManifest({ capturedAt: seams.now(), sourcePath, sizeAtOpen: tail.sizeAtOpen, copy }),
+        seams.source,
+      );
+    } catch (error) {
+      if (error instanceof SnapshotError) throw error;
+      throw new SnapshotError(EXIT.archive, `cannot build archive: ${osErrorText(error)}`);
+    }
+    await seams.validateArchive(temp.path, manifest as unknown as Record<string, unknown>);
+    publishByLink(temp.path, plan.final, seams.link);
+    published = true;
+    let warning: string | null = null;
+    try {
+      seams.unlink(temp.path);
+    } catch (error) {
+      warning = `published, but the temporary file ${temp.path} remains: ${osErrorText(error)}`;
+    }
+    return { published: plan.final, manifest, warning };
+  } finally {
+    await tail.handle.close().catch(() => undefined);
+    if (temp !== undefined) {
+      await temp.handle.close().catch(() => undefined);
+      if (!published) rmSync(temp.path, { force: true });
+      liveTemps.delete(temp.path);
+    }
+  }
+}

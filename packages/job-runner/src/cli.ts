@@ -1,4 +1,126 @@
+// The `prun-job` bin: parse the command line, run the command, print, set the exit code.
+import { readFileSync } from 'node:fs';
+import { COMMANDS, type Context } from './commands.js';
+import { CommandError, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE } from './errors.js';
+import { runnerMain } from './runner.js';
+import { timingsFromEnv } from './timing.js';
+
+const BIN = 'prun-job';
+
+export const USAGE = `Usage:
+  prun-job run      [options] (PROMPT | -)
+  prun-job resume   NAME [--background] [--timeout S] (PROMPT | -)
+  prun-job wait     NAME [--timeout S] [--json]
+  prun-job result   NAME [--json]
+  prun-job steer    NAME (MESSAGE | -)
+  prun-job abort    NAME
+  prun-job kill     (NAME | --all)
+  prun-job status   NAME [--json]
+  prun-job peek     NAME [-n N] [-f]
+  prun-job list     [--all] [--json]
+  prun-job profiles
+  prun-job rm       NAME
+
+Options for run:
+  --profile P     Profile name, matched case-insensitively (default general-purpose)
+  --name N        Job name (default <profile>-<4 hex digits>)
+  --background    Detach the runner and return immediately
+  --timeout S     Wall-clock limit in seconds (default 3600 in the background,
+                  none in the foreground; 0 means none)
+  --fork          Start from a copy of the caller's conversation ($PI_SESSION_FILE)
+  --model M       Model pattern passed to \`pi --model\`
+  --thinking L    Thinking level passed to \`pi --thinking\`
+  --cwd DIR       Working directory for the agent (default: the current directory)
+
+Other options:
+  --json          One JSON document instead of text (status, list, wait, result)
+  -f, --follow    peek: keep printing progress until the job stops running
+
+A PROMPT or MESSAGE of \`-\` is read from stdin.
+
+Exit codes:
+  0   ok (for wait and result: the job is done)
+  1   failure, or the job ended other than done
+  2   wait --timeout passed and the job is still running
+  64  usage error
+  70  internal error
+
+Environment: MULTI_AGENT_PI_BIN (pi program), MULTI_AGENT_MAX_DEPTH (default 2),
+MULTI_AGENT_TIME_SCALE, XDG_STATE_HOME, PI_CODING_AGENT_DIR, PI_SESSION_FILE.
+Jobs are shared with multi_agent.py: either program can manage the other's jobs.`;
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+  return pkg.version ?? '0.0.0';
+}
+
+function note(message: string): void {
+  process.stderr.write(`${BIN}: ${message}\n`);
+}
+
+function wantsHelp(rest: string[]): boolean {
+  for (const arg of rest) {
+    if (arg === '--') return false;
+    if (arg === '-h' || arg === '--help') return true;
+  }
+  return false;
+}
+
 export async function main(argv: string[]): Promise<void> {
-  process.stderr.write('prun-job: not implemented yet (' + argv.length + ' args)\n');
-  process.exitCode = 70;
+  try {
+    process.exitCode = await dispatch(argv);
+  } catch (error) {
+    if (error instanceof CommandError) {
+      note(`error: ${error.message}`);
+      process.exitCode = error.code;
+    } else if ((error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') {
+      process.exitCode = 1;
+    } else {
+      note(`internal error: ${error instanceof Error ? error.message : String(error)}`);
+      process.exitCode = EXIT_INTERNAL;
+    }
+  }
+}
+
+async function dispatch(argv: string[]): Promise<number> {
+  if (process.platform === 'win32') throw new CommandError('Windows is not supported');
+  const [command, ...rest] = argv;
+  if (command === undefined) {
+    process.stderr.write(USAGE + '\n');
+    return EXIT_USAGE;
+  }
+  if (command === '-h' || command === '--help' || command === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return EXIT_OK;
+  }
+  if (command === '--version' || command === '-V') {
+    process.stdout.write(packageVersion() + '\n');
+    return EXIT_OK;
+  }
+  const timings = timingsFromEnv(process.env);
+  if (command === '__runner') {
+    await runnerMain(rest, timings, process.env);
+    // The runner's job is done and its state recorded; exiting releases the job's lock.
+    process.exit(0);
+  }
+  const handler = COMMANDS[command];
+  if (!handler) {
+    note(`unknown command: ${command} (try --help)`);
+    return EXIT_USAGE;
+  }
+  if (wantsHelp(rest)) {
+    process.stdout.write(USAGE + '\n');
+    return EXIT_OK;
+  }
+  process.stdout.on('error', () => undefined);
+  const ctx: Context = {
+    env: process.env,
+    timings,
+    out: (text) => {
+      process.stdout.write(text);
+    },
+    note,
+    readStdin: () => readFileSync(0, 'utf8'),
+  };
+  return handler(rest, ctx);
 }

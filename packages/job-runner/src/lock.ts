@@ -1,0 +1,122 @@
+// The job's lock: a kernel flock(2) on `<job>/lock`, taken through util-linux `flock` on a
+// descriptor this process owns. The lock belongs to the open file description, so it stays held
+// after the helper exits and is released only when this process closes the descriptor or dies
+// (SIGKILL included). Python's fcntl.flock sees exactly the same lock.
+import { closeSync, constants, fstatSync, openSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { basename } from 'node:path';
+import { CommandError } from './errors.js';
+import { jobFile, stateDirOf } from './paths.js';
+
+export type LockAttempt = 'acquired' | 'busy' | 'unsupported';
+
+export function flockFd(fd: number, mode: 'exclusive' | 'shared'): LockAttempt {
+  const result = spawnSync('flock', [mode === 'exclusive' ? '-xn' : '-sn', '3'], {
+    stdio: ['ignore', 'ignore', 'ignore', fd],
+  });
+  if (result.error) {
+    throw new CommandError(`cannot run util-linux flock (${result.error.message}); install util-linux`);
+  }
+  if (result.status === 0) return 'acquired';
+  if (result.status === 1) return 'busy';
+  return 'unsupported';
+}
+
+/** One helper process for many descriptors: `list` over hundreds of jobs stays fast. */
+export function flockSharedMany(fds: number[]): LockAttempt[] {
+  if (fds.length === 0) return [];
+  if (fds.length === 1) return [flockFd(fds[0] as number, 'shared')];
+  const script = 'for f do flock -sn "$f"; echo $?; done';
+  const args = fds.map((_fd, i) => String(i + 3));
+  const result = spawnSync('sh', ['-c', script, 'sh', ...args], {
+    stdio: ['ignore', 'pipe', 'ignore', ...fds],
+    encoding: 'utf8',
+  });
+  if (result.error) throw new CommandError(`cannot run util-linux flock (${result.error.message})`);
+  const codes = result.stdout.split('\n').filter(Boolean);
+  return fds.map((_fd, i) => {
+    const code = codes[i];
+    if (code === '0') return 'acquired';
+    if (code === '1') return 'busy';
+    return 'unsupported';
+  });
+}
+
+function sleepMs(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * Take the job's lock exclusively and return its descriptor.
+ * Readers hold it shared for a moment and starters hand it to a runner, so a busy lock is retried
+ * for lockS seconds before failing with busyMessage.
+ */
+export function takeJobLock(jobDir: string, busyMessage: string, lockS: number): number {
+  const name = basename(jobDir);
+  const path = jobFile(jobDir, 'lock');
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o644);
+  } catch {
+    throw new CommandError(`job ${name} was removed`);
+  }
+  try {
+    const end = Date.now() + lockS * 1000;
+    for (;;) {
+      const attempt = flockFd(fd, 'exclusive');
+      if (attempt === 'acquired') break;
+      if (attempt === 'unsupported') {
+        throw new CommandError(
+          `flock does not work on ${stateDirOf(jobDir)}; set XDG_STATE_HOME to a local file system`,
+        );
+      }
+      if (Date.now() >= end) throw new CommandError(busyMessage);
+      sleepMs(50);
+    }
+    // `rm` may have removed the job while this command waited.
+    let same = false;
+    try {
+      same = statSync(path).ino === fstatSync(fd).ino;
+    } catch {
+      same = false;
+    }
+    if (!same) throw new CommandError(`job ${name} was removed`);
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+  return fd;
+}
+
+/**
+ * Open each job's lock read-only and take it shared. The result says per job whether a runner
+ * holds it (`busy`). Descriptors that got the lock keep it until `release` is called, so the
+ * files read meanwhile form a consistent snapshot.
+ */
+export function holdShared(jobDirs: string[]): { states: (LockAttempt | 'missing')[]; release: () => void } {
+  const fds: (number | undefined)[] = jobDirs.map((dir) => {
+    try {
+      return openSync(jobFile(dir, 'lock'), constants.O_RDONLY);
+    } catch {
+      return undefined;
+    }
+  });
+  const open = fds.filter((fd): fd is number => fd !== undefined);
+  const attempts: LockAttempt[] = [];
+  // Chunks keep the helper's descriptor table small.
+  for (let i = 0; i < open.length; i += 200) attempts.push(...flockSharedMany(open.slice(i, i + 200)));
+  let next = 0;
+  const states = fds.map((fd) => (fd === undefined ? ('missing' as const) : (attempts[next++] ?? 'unsupported')));
+  return {
+    states,
+    release: () => {
+      for (const fd of open) {
+        try {
+          closeSync(fd);
+        } catch {
+          // Closed already.
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,150 @@
+// Small text and file helpers shared by the commands and the runner.
+import { closeSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+
+export function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+export function readJson(path: string): unknown {
+  const text = readText(path);
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+export function readInt(path: string): number | undefined {
+  const text = (readText(path) ?? '').trim();
+  return /^[+-]?\d+$/.test(text) ? Number.parseInt(text, 10) : undefined;
+}
+
+let atomicSerial = 0;
+
+/** Write a state file through a temporary file in the same directory and a rename. */
+export function writeAtomic(path: string, text: string): void {
+  atomicSerial += 1;
+  const tmp = join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${atomicSerial}`);
+  writeFileSync(tmp, text, 'utf8');
+  renameSync(tmp, path);
+}
+
+export function removeFile(path: string): void {
+  try {
+    rmSync(path, { force: true });
+  } catch {
+    // Already gone or not ours to remove; either way nothing to do.
+  }
+}
+
+export function appendText(path: string, text: string): void {
+  try {
+    appendFileSync(path, text, 'utf8');
+  } catch {
+    // Progress is a convenience; a full disk must not stop the run.
+  }
+}
+
+export function closeQuietly(fd: number | undefined): void {
+  if (fd === undefined) return;
+  try {
+    closeSync(fd);
+  } catch {
+    // Closed already.
+  }
+}
+
+export function openForAppend(path: string): number {
+  return openSync(path, 'a');
+}
+
+/** `2026-01-31T12:00:00Z`, the timestamp format of started_at and ended_at. */
+export function utcNow(date: Date = new Date()): string {
+  return date.toISOString().replace(/\.\d+Z$/, 'Z');
+}
+
+/** Seconds since the epoch for a utcNow() timestamp, or undefined. */
+export function parseUtc(text: string | undefined): number | undefined {
+  const match = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})Z$/.exec((text ?? '').trim());
+  if (!match) return undefined;
+  const [, y, mo, d, h, mi, s] = match.map(Number) as [number, number, number, number, number, number, number];
+  const ms = Date.UTC(y, mo - 1, d, h, mi, s);
+  return Number.isNaN(ms) ? undefined : ms / 1000;
+}
+
+/** Local wall-clock `HH:MM:SS`, the prefix of progress.log lines. */
+export function localClock(date: Date = new Date()): string {
+  const two = (n: number): string => String(n).padStart(2, '0');
+  return `${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())}`;
+}
+
+export function formatAge(seconds: number): string {
+  const s = Math.max(0, Math.trunc(seconds));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+/** Collapse whitespace and cut to `limit` characters with an ellipsis. */
+export function excerpt(text: unknown, limit = 120): string {
+  const flat = String(text).split(/\s+/u).filter(Boolean).join(' ');
+  const chars = [...flat];
+  return chars.length <= limit ? flat : chars.slice(0, limit - 3).join('') + '...';
+}
+
+/** Python's `format(value, "g")`, used for seconds in messages, so both programs print the same. */
+export function formatG(value: number): string {
+  if (Number.isNaN(value)) return 'nan';
+  if (!Number.isFinite(value)) return value > 0 ? 'inf' : '-inf';
+  if (value === 0) return '0';
+  const [mantissa = '0', exponentText = '0'] = value.toExponential(5).split('e');
+  const exponent = Number(exponentText);
+  const strip = (s: string): string => (s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s);
+  if (exponent < -4 || exponent >= 6) {
+    return `${strip(mantissa)}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
+  }
+  return strip(value.toFixed(Math.max(0, 5 - exponent)));
+}
+
+export function formatSeconds(value: number | null | undefined): string {
+  return value === null || value === undefined ? 'none' : formatG(value);
+}
+
+/** Python's shlex.quote, so the printed session command is the same in both programs. */
+export function shellQuote(text: string): string {
+  if (text === '') return "''";
+  if (!/[^\w@%+=:,./-]/.test(text)) return text;
+  return `'${text.replace(/'/g, `'"'"'`)}'`;
+}
+
+/** Python's repr() of a plain string, as used in the invalid-name message. */
+export function pyRepr(text: string): string {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  let out = '';
+  for (const ch of text) {
+    const code = ch.codePointAt(0) ?? 0;
+    if (ch === '\\') out += '\\\\';
+    else if (ch === quote) out += `\\${quote}`;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\r') out += '\\r';
+    else if (ch === '\t') out += '\\t';
+    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, '0')}`;
+    else out += ch;
+  }
+  return quote + out + quote;
+}
+
+/** Python's str.splitlines(): every line boundary it knows, no trailing empty line. */
+export function splitLines(text: string): string[] {
+  if (text === '') return [];
+  const lines = text.split(/\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/);
+  if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}

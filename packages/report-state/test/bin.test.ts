@@ -1,0 +1,530 @@
+// Ports of the upstream tests/test_prun_report.py inventory (spec §7.4), run against the built bin.
+import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LEGAL_RESULT_PAIRS, SAFETY_SENTENCE } from '../src/index.js';
+import { cleanupTempDirs, makeUnit, pair, runBin, runJson, tempDir, unprivilegedSpawn } from './helpers.js';
+
+afterEach(cleanupTempDirs);
+
+const asUser = unprivilegedSpawn();
+beforeAll(() => {
+  if (asUser === null) console.warn('report-state: cannot drop privileges; real permission-denial tests are skipped');
+});
+
+/** A temp dir the unprivileged user can traverse. */
+function openTempDir(): string {
+  const dir = tempDir();
+  chmodSync(dir, 0o755);
+  return dir;
+}
+
+describe('evidence pairs', () => {
+  it('resolved/present', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { resultEntry: join(root, 'out', 'r.md'), resultBody: 'body' });
+    const { status, byName } = runJson(root);
+    expect(pair(byName.get('prun-task-u'))).toEqual(['resolved', 'present']);
+    expect(status).toBe(0);
+  });
+
+  it('resolved/empty', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { resultEntry: join(root, 'out', 'r.md'), resultBody: '' });
+    expect(pair(runJson(root).byName.get('prun-task-u'))).toEqual(['resolved', 'empty']);
+  });
+
+  it('resolved/missing', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { resultEntry: join(root, 'out', 'never.md') });
+    const { status, byName } = runJson(root);
+    expect(pair(byName.get('prun-task-u'))).toEqual(['resolved', 'missing']);
+    expect(byName.get('prun-task-u')?.result_target).toBe(join(root, 'out', 'never.md'));
+    expect(status).toBe(0);
+  });
+
+  it('absent-entry/unknown', () => {
+    const root = tempDir();
+    makeUnit(root, 'u');
+    expect(pair(runJson(root).byName.get('prun-task-u'))).toEqual(['absent-entry', 'unknown']);
+  });
+
+  it('an empty entry is invalid', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { resultEntry: '' });
+    expect(pair(runJson(root).byName.get('prun-task-u'))).toEqual(['invalid-entry', 'unknown']);
+  });
+
+  it('a relative entry escaping its unit is invalid', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { resultEntry: '../../etc/passwd' });
+    const unit = runJson(root).byName.get('prun-task-u');
+    expect(pair(unit)).toEqual(['invalid-entry', 'unknown']);
+    expect(unit?.result_target).toBeNull();
+  });
+
+  it('an absolute entry elsewhere is resolved', () => {
+    const root = tempDir();
+    const elsewhere = tempDir();
+    makeUnit(root, 'u', { resultEntry: join(elsewhere, 'r.md'), resultBody: 'body' });
+    expect(pair(runJson(root).byName.get('prun-task-u'))).toEqual(['resolved', 'present']);
+  });
+
+  it('a relative entry inside the unit resolves to its normalized absolute path', () => {
+    const root = tempDir();
+    const unit = makeUnit(root, 'u', { resultEntry: './r.md\n' });
+    writeFileSync(join(unit, 'r.md'), 'x');
+    const record = runJson(root).byName.get('prun-task-u');
+    expect(pair(record)).toEqual(['resolved', 'present']);
+    expect(record?.result_target).toBe(join(unit, 'r.md'));
+  });
+
+  it('no illegal pair can be emitted', () => {
+    const root = tempDir();
+    makeUnit(root, 'present', { resultEntry: join(root, 'out', 'r.md'), resultBody: 'body' });
+    makeUnit(root, 'emptyentry', { resultEntry: '' });
+    makeUnit(root, 'noentry');
+    makeUnit(root, 'escape', { resultEntry: '../x' });
+    const { report } = runJson(root);
+    expect(report.units).toHaveLength(4);
+    for (const unit of report.units) {
+      const allowed = (LEGAL_RESULT_PAIRS as Record<string, readonly string[]>)[unit.result_path_state];
+      expect(allowed).toContain(unit.result);
+    }
+  });
+});
+
+describe('summary', () => {
+  it('a unit with a tail and no entry is unresolved', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { tail: 'x'.repeat(700) });
+    const summary = runJson(root, ['--summary']).report.summary!;
+    expect([summary.unresolved_units, summary.unresolved_bytes, summary.missing_or_empty_result_units]).toEqual([1, 700, 0]);
+  });
+
+  it('the counters never double count', () => {
+    const root = tempDir();
+    makeUnit(root, 'missing', { tail: 'm'.repeat(100), resultEntry: join(root, 'gone.md') });
+    makeUnit(root, 'noentry', { tail: 'n'.repeat(200) });
+    makeUnit(root, 'present', { tail: 'p'.repeat(400), resultEntry: join(root, 'p.md'), resultBody: 'body' });
+    const summary = runJson(root, ['--summary']).report.summary!;
+    expect(summary.missing_or_empty_result_bytes).toBe(100);
+    expect(summary.unresolved_bytes).toBe(200);
+    expect(summary.units).toBe(3);
+  });
+
+  it('an empty tail counts toward neither', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { tail: '' });
+    const summary = runJson(root, ['--summary']).report.summary!;
+    expect([summary.unresolved_units, summary.missing_or_empty_result_units]).toEqual([0, 0]);
+  });
+});
+
+describe('observation failures', () => {
+  it.skipIf(asUser === null)('a denied stat on a live target is unknown, not missing', () => {
+    const root = openTempDir();
+    const locked = join(root, 'locked');
+    const target = join(locked, 'r.md');
+    makeUnit(root, 'u', { resultEntry: target, resultBody: 'body' });
+    chmodSync(locked, 0o000);
+    const { status, byName, report } = runJson(root, ['--summary'], asUser ?? {});
+    const unit = byName.get('prun-task-u')!;
+    expect([unit.result_path_state, unit.result, unit.result_target]).toEqual(['resolved', 'unknown', target]);
+    expect(unit.errors).toEqual([{ stage: 'result-target', error: 'EACCES' }]);
+    expect(status).toBe(1);
+    expect(report.summary?.missing_or_empty_result_units).toBe(0);
+  });
+
+  it('only a real absence is reported as missing', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { tail: 'x', resultEntry: join(root, 'never.md') });
+    const { status, byName, report } = runJson(root, ['--summary']);
+    expect(pair(byName.get('prun-task-u'))).toEqual(['resolved', 'missing']);
+    expect(byName.get('prun-task-u')?.errors).toEqual([]);
+    expect(status).toBe(0);
+    expect(report.summary?.missing_or_empty_result_units).toBe(1);
+  });
+
+  it.skipIf(asUser === null)('a denied entry read is unreadable, not absent', () => {
+    const root = openTempDir();
+    const unit = makeUnit(root, 'u', { resultEntry: join(root, 'r.md'), resultBody: 'x' });
+    chmodSync(join(unit, 'result-file'), 0o000);
+    const { status, byName } = runJson(root, [], asUser ?? {});
+    expect(pair(byName.get('prun-task-u'))).toEqual(['unreadable', 'unknown']);
+    expect(byName.get('prun-task-u')?.errors).toEqual([{ stage: 'result-entry', error: 'EACCES' }]);
+    expect(status).toBe(1);
+  });
+
+  it('as root, chmod 000 does not deny a read, and the report says what it saw', () => {
+    // Honest about privilege: root reads a mode-000 entry, so the unit resolves normally.
+    if (process.getuid?.() !== 0) return;
+    const root = tempDir();
+    const unit = makeUnit(root, 'u', { resultEntry: join(root, 'r.md'), resultBody: 'x' });
+    chmodSync(join(unit, 'result-file'), 0o000);
+    const { status, byName } = runJson(root);
+    expect(pair(byName.get('prun-task-u'))).toEqual(['resolved', 'present']);
+    expect(status).toBe(0);
+  });
+
+  it.skipIf(asUser === null)('a denied legacy pid read is recorded, not swallowed', () => {
+    const root = openTempDir();
+    const unit = makeUnit(root, 'u', { dispatchPid: '4242' });
+    chmodSync(join(unit, 'dispatch-pid'), 0o000);
+    const { status, byName } = runJson(root, ['--include-legacy-pid'], asUser ?? {});
+    const record = byName.get('prun-task-u')!;
+    expect(record.legacy_pid_unverified).toBeNull();
+    expect(record.errors).toEqual([{ stage: 'legacy-pid', error: 'EACCES' }]);
+    expect(status).toBe(1);
+  });
+
+  it('an absent legacy pid stays silent', () => {
+    const root = tempDir();
+    makeUnit(root, 'u');
+    const { status, byName } = runJson(root, ['--include-legacy-pid']);
+    expect(byName.get('prun-task-u')).toMatchObject({ legacy_pid_unverified: null, errors: [] });
+    expect(status).toBe(0);
+  });
+
+  it.skipIf(asUser === null)('a matching entry that cannot be stated is a discovery error', () => {
+    const root = openTempDir();
+    makeUnit(root, 'ok');
+    const locked = join(root, 'locked');
+    mkdirSync(join(locked, 'inner'), { recursive: true });
+    chmodSync(locked, 0o000);
+    symlinkSync(join(locked, 'inner'), join(root, 'prun-task-denied'));
+    const { status, report } = runJson(root, [], asUser ?? {});
+    expect(report.unit_count).toBe(1);
+    expect(report.discovery_errors).toEqual([{ stage: 'unit-entry', unit: join(root, 'prun-task-denied'), error: 'EACCES' }]);
+    expect(status).toBe(1);
+  });
+
+  it('a non-regular metadata entry is not read', () => {
+    const root = tempDir();
+    const unit = makeUnit(root, 'u');
+    mkdirSync(join(unit, 'result-file'));
+    const { status, byName } = runJson(root);
+    expect(pair(byName.get('prun-task-u'))).toEqual(['unreadable', 'unknown']);
+    expect(byName.get('prun-task-u')?.errors.map((e) => e.error)).toEqual(['NotARegularFile']);
+    expect(status).toBe(1);
+  });
+
+  it('an oversized metadata entry is reported, not truncated', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { resultEntry: 'x'.repeat(128 * 1024) });
+    const { status, byName } = runJson(root);
+    expect(pair(byName.get('prun-task-u'))).toEqual(['unreadable', 'unknown']);
+    expect(byName.get('prun-task-u')?.errors).toEqual([{ stage: 'result-entry', error: 'EntryTooLarge' }]);
+    expect(status).toBe(1);
+  });
+
+  it('an entry exactly at the cap is still valid', () => {
+    const root = tempDir();
+    const target = join(root, 'out', 'r.md');
+    makeUnit(root, 'u', { resultEntry: target.padEnd(65536, ' '), tail: 'x' });
+    mkdirSync(join(root, 'out'));
+    writeFileSync(target, 'body');
+    const { status, byName } = runJson(root);
+    expect(pair(byName.get('prun-task-u'))).toEqual(['resolved', 'present']);
+    expect(byName.get('prun-task-u')?.result_target).toBe(target);
+    expect(status).toBe(0);
+  });
+
+  it('a truncated entry cannot masquerade as a valid path', () => {
+    const root = tempDir();
+    const target = join(root, 'out', 'r.md');
+    mkdirSync(join(root, 'out'));
+    writeFileSync(target, 'body');
+    makeUnit(root, 'u', { resultEntry: `${target.padEnd(65536, ' ')}AND-THEN-SOMETHING-ELSE.md` });
+    const { status, byName } = runJson(root);
+    expect(pair(byName.get('prun-task-u'))).toEqual(['unreadable', 'unknown']);
+    expect(byName.get('prun-task-u')?.errors.map((e) => e.error)).toEqual(['EntryTooLarge']);
+    expect(status).toBe(1);
+  });
+
+  it('an oversized legacy pid is recorded under its own stage', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { dispatchPid: '9'.repeat(65546) });
+    const { status, byName } = runJson(root, ['--include-legacy-pid']);
+    const record = byName.get('prun-task-u')!;
+    expect(record.legacy_pid_unverified).toBeNull();
+    expect(record.errors).toEqual([{ stage: 'legacy-pid', error: 'EntryTooLarge' }]);
+    expect(status).toBe(1);
+  });
+
+  it('an entry with a NUL byte takes the defensive path and keeps every field', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { tail: 'x', resultEntry: Buffer.from('/tmp/a\0b.md') });
+    const { status, byName } = runJson(root);
+    const record = byName.get('prun-task-u')!;
+    expect(Object.keys(record)).toEqual(['unit', 'errors', 'result_path_state', 'result', 'result_target', 'tail_bytes']);
+    expect(record).toMatchObject({ result_path_state: 'unreadable', result: 'unknown', result_target: null, tail_bytes: 1 });
+    expect(record.errors).toEqual([{ stage: 'result', error: 'ERR_INVALID_ARG_VALUE' }]);
+    expect(status).toBe(1);
+  });
+});
+
+describe('roots', () => {
+  it('a relative root classifies an in-unit entry correctly and is reported absolute', () => {
+    const cwd = tempDir();
+    const corpus = join(cwd, 'corpus');
+    makeUnit(corpus, 'u', { resultEntry: 'result.txt', resultBody: 'x' });
+    const run = runBin(['--root', 'corpus', '--json'], { cwd });
+    const report = JSON.parse(run.stdout) as { roots: string[]; units: { unit: string; result_path_state: string; result: string }[] };
+    expect(run.status).toBe(0);
+    expect(report.roots).toEqual([corpus]);
+    expect(report.units[0]).toMatchObject({ unit: join(corpus, 'prun-task-u'), result_path_state: 'resolved', result: 'present' });
+  });
+
+  it.skipIf(asUser === null)('a root that cannot be listed is reported', () => {
+    const root = openTempDir();
+    const locked = join(root, 'locked');
+    mkdirSync(locked);
+    makeUnit(locked, 'u');
+    chmodSync(locked, 0o000);
+    const { status, report } = runJson(locked, [], asUser ?? {});
+    expect(report.discovery_errors).toEqual([{ stage: 'root', root: locked, error: 'EACCES' }]);
+    expect(report.unit_count).toBe(0);
+    expect(status).toBe(1);
+  });
+
+  it('a missing root is not an empty corpus', () => {
+    const root = join(tempDir(), 'no', 'such');
+    const { status, report } = runJson(root);
+    expect(report.unit_count).toBe(0);
+    expect(report.discovery_errors.map((e) => e.error)).toEqual(['ENOENT']);
+    expect(status).toBe(1);
+  });
+
+  it('a file as a root is ENOTDIR', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'f'), '');
+    expect(runJson(join(dir, 'f')).report.discovery_errors).toEqual([{ stage: 'root', root: join(dir, 'f'), error: 'ENOTDIR' }]);
+  });
+
+  it('a readable root beside an unreadable one is still inspected', () => {
+    const good = tempDir();
+    makeUnit(good, 'u');
+    const { status, report } = runJson([join(good, 'missing'), good]);
+    expect(report.unit_count).toBe(1);
+    expect(report.discovery_errors).toHaveLength(1);
+    expect(status).toBe(1);
+  });
+
+  it('a clean sweep reports no discovery errors', () => {
+    const root = tempDir();
+    makeUnit(root, 'u');
+    const { status, report } = runJson(root);
+    expect(report.discovery_errors).toEqual([]);
+    expect(status).toBe(0);
+  });
+
+  it('a root given twice lists it twice but visits each unit once', () => {
+    const root = tempDir();
+    makeUnit(root, 'u');
+    const { report } = runJson([root, `${root}/`]);
+    expect(report.roots).toEqual([root, root]);
+    expect(report.unit_count).toBe(1);
+  });
+
+  it('defaults to the system temporary directory, TMPDIR first', () => {
+    const root = tempDir();
+    makeUnit(root, 'from-tmpdir', { tail: 'abc' });
+    const run = runBin(['--json'], { env: { TMPDIR: root, TEMP: '/nonexistent', TMP: '/nonexistent' } });
+    const report = JSON.parse(run.stdout) as { roots: string[]; units: { unit: string }[] };
+    expect(report.roots).toEqual([root]);
+    expect(report.units.map((u) => u.unit)).toEqual([join(root, 'prun-task-from-tmpdir')]);
+  });
+
+  it('skips matching names that are not directories, silently', () => {
+    const root = tempDir();
+    writeFileSync(join(root, 'prun-task-file'), 'x');
+    mkdirSync(join(root, 'other-dir'));
+    makeUnit(root, 'u');
+    const { status, report } = runJson(root);
+    expect(report.units.map((u) => u.unit)).toEqual([join(root, 'prun-task-u')]);
+    expect(status).toBe(0);
+  });
+});
+
+describe('non-regular files', () => {
+  it('a directory target is unknown, not empty', () => {
+    const root = tempDir();
+    mkdirSync(join(root, 'adir'));
+    makeUnit(root, 'u', { tail: 'x', resultEntry: join(root, 'adir') });
+    const { status, byName, report } = runJson(root, ['--summary']);
+    expect(pair(byName.get('prun-task-u'))).toEqual(['resolved', 'unknown']);
+    expect(byName.get('prun-task-u')?.errors).toEqual([{ stage: 'result-target', error: 'NotARegularFile' }]);
+    expect(status).toBe(1);
+    expect(report.summary?.missing_or_empty_result_units).toBe(0);
+  });
+
+  it('a directory tail is null, not zero', () => {
+    const root = tempDir();
+    const unit = makeUnit(root, 'u', { tail: null });
+    mkdirSync(join(unit, 'tail'));
+    const { status, byName } = runJson(root);
+    expect(byName.get('prun-task-u')?.tail_bytes).toBeNull();
+    expect(byName.get('prun-task-u')?.errors.map((e) => e.stage)).toEqual(['tail']);
+    expect(status).toBe(1);
+  });
+});
+
+describe('output contract', () => {
+  it('the legacy pid is absent by default', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { dispatchPid: '4242' });
+    const plain = runBin(['--root', root, '--json']);
+    expect(plain.stdout).not.toContain('legacy_pid_unverified');
+    expect(plain.stdout).not.toContain('4242');
+    expect(runJson(root, ['--include-legacy-pid']).byName.get('prun-task-u')?.legacy_pid_unverified).toBe('4242');
+  });
+
+  it('--min-tail-bytes filters the display only', () => {
+    const root = tempDir();
+    makeUnit(root, 'small', { tail: 's'.repeat(10) });
+    makeUnit(root, 'big', { tail: 'b'.repeat(5000) });
+    const { report } = runJson(root, ['--min-tail-bytes', '1000', '--summary']);
+    expect(report.units.map((u) => u.unit.slice(u.unit.lastIndexOf('/') + 1))).toEqual(['prun-task-big']);
+    expect(report.units[0]?.tail_bytes).toBe(5000);
+    expect(report.unit_count).toBe(2);
+    expect(report.summary?.units).toBe(2);
+  });
+
+  it('errors of a hidden unit still make the sweep partial', () => {
+    const root = tempDir();
+    const hidden = makeUnit(root, 'hidden', { tail: '' });
+    mkdirSync(join(hidden, 'result-file'));
+    makeUnit(root, 'big', { tail: 'b'.repeat(5000) });
+    const { status, report } = runJson(root, ['--min-tail-bytes', '1000']);
+    expect(report.units).toHaveLength(1);
+    expect(status).toBe(1);
+  });
+
+  it('ordering is stable and by path by default', () => {
+    const root = tempDir();
+    for (const name of ['c', 'a', 'B']) makeUnit(root, name);
+    const first = runJson(root).report.units.map((u) => u.unit);
+    expect(runJson(root).report.units.map((u) => u.unit)).toEqual(first);
+    expect(first.map((u) => u.slice(u.lastIndexOf('/') + 1))).toEqual(['prun-task-B', 'prun-task-a', 'prun-task-c']);
+  });
+
+  it('--sort tail-bytes-desc', () => {
+    const root = tempDir();
+    makeUnit(root, 'a-small', { tail: 'x'.repeat(10) });
+    makeUnit(root, 'z-big', { tail: 'x'.repeat(5000) });
+    const { report } = runJson(root, ['--sort', 'tail-bytes-desc']);
+    expect(report.units.map((u) => u.unit.slice(u.unit.lastIndexOf('/') + 1))).toEqual(['prun-task-z-big', 'prun-task-a-small']);
+    expect(report.units.map((u) => u.tail_bytes)).toEqual([5000, 10]);
+  });
+
+  it('the JSON is complete even when a unit fails', () => {
+    const root = tempDir();
+    const bad = makeUnit(root, 'bad');
+    mkdirSync(join(bad, 'result-file'));
+    makeUnit(root, 'good', { resultEntry: join(root, 'r.md') });
+    const { status, report, stderr } = runJson(root);
+    expect(status).toBe(1);
+    expect(report.units).toHaveLength(2);
+    expect(report.units.filter((u) => u.errors.length > 0)).toHaveLength(1);
+    expect(stderr).toBe('');
+  });
+
+  it('the safety sentence is always present, in JSON and in text', () => {
+    const root = tempDir();
+    const json = runJson(root);
+    expect(json.report.safety).toBe(SAFETY_SENTENCE);
+    expect(json.report.safety).toContain('only safe operation');
+    const text = runBin(['--root', root]);
+    expect(text.stdout).toContain(
+      '\n\nSnapshotting a tail is the only safe operation offered here.\n' +
+        'This output does not establish that deleting, overwriting, or\n' +
+        'promoting any unit is safe.\n',
+    );
+  });
+
+  it('writes the schema keys in contract order and pure ASCII', () => {
+    const root = tempDir();
+    makeUnit(root, 'é', { tail: 'x' });
+    const run = runBin(['--root', root, '--json', '--summary', '--include-legacy-pid']);
+    expect(run.stdout).toMatch(/^[\x00-\x7f]*$/);
+    expect(run.stdout).toContain('prun-task-\\u00e9');
+    const parsed = JSON.parse(run.stdout) as Record<string, unknown> & { units: Record<string, unknown>[] };
+    expect(Object.keys(parsed)).toEqual(['schema_version', 'roots', 'unit_count', 'discovery_errors', 'units', 'safety', 'summary']);
+    expect(Object.keys(parsed.units[0]!)).toEqual([
+      'unit', 'errors', 'result_path_state', 'result', 'result_target', 'tail_bytes', 'legacy_pid_unverified',
+    ]);
+    expect(parsed.schema_version).toBe(1);
+  });
+});
+
+describe('text output', () => {
+  it('prints the table, discovery failures and the incomplete notice on stderr, summary as key=value', () => {
+    const root = tempDir();
+    makeUnit(root, 'missing', { tail: 'x'.repeat(2_000_000), resultEntry: join(root, 'gone.md') });
+    makeUnit(root, 'present', { tail: 'x'.repeat(1500), resultEntry: join(root, 'p.md'), resultBody: 'p', dispatchPid: '4242\n' });
+    const run = runBin(['--root', root, '--root', join(root, 'nonexist'), '--summary', '--include-legacy-pid']);
+    expect(run.status).toBe(1);
+    expect(run.stdout).toBe(
+      [
+        'unit                                                 result    path           tail bytes  legacy_pid_unverified',
+        '-'.repeat(111),
+        'prun-task-missing                                    missing   resolved        2,000,000  -',
+        'prun-task-present                                    present   resolved            1,500  4242',
+        '',
+        'units 2   missing-or-empty result 1 units, 1.9 MiB',
+        '  unresolved    : 0 units, 0.0 MiB (tail present, result never classified)',
+        '  by result     : missing=1 present=1',
+        '  by path state : resolved=2',
+        '',
+        'Snapshotting a tail is the only safe operation offered here.',
+        'This output does not establish that deleting, overwriting, or',
+        'promoting any unit is safe.',
+        '',
+      ].join('\n'),
+    );
+    expect(run.stderr).toBe(
+      `prun-report-state: discovery failed: ${join(root, 'nonexist')} (ENOENT)\n\n` +
+        'prun-report-state: This sweep is incomplete; see the errors column and any discovery failures above.\n',
+    );
+  });
+
+  it('an empty corpus prints header, dashes, blank line and the safety block; exit 0', () => {
+    const root = tempDir();
+    const run = runBin(['--root', root]);
+    expect(run.status).toBe(0);
+    expect(run.stderr).toBe('');
+    expect(run.stdout.split('\n').slice(0, 4)).toEqual([
+      'unit                                                 result    path           tail bytes',
+      '-'.repeat(88),
+      '',
+      'Snapshotting a tail is the only safe operation offered here.',
+    ]);
+  });
+});
+
+describe('usage', () => {
+  it.each([
+    [['--bogus']],
+    [['--sort', 'bad']],
+    [['--min-tail-bytes', '-1']],
+    [['--min-tail-bytes', '2.5']],
+    [['--min-tail-bytes']],
+    [['extra-operand']],
+  ])('%j exits 2 with one line and no output', (argv) => {
+    const run = runBin(argv);
+    expect(run.status).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^prun-report-state: [^\n]+\n$/);
+  });
+
+  it('--help exits 0 with the exit-code table; --version prints the package version', () => {
+    const help = runBin(['--help']);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('Exit codes:');
+    expect(help.stdout).toMatch(/^\s+1\s+some root or unit could not be fully observed/m);
+    const version = runBin(['--version']);
+    expect(version.status).toBe(0);
+    expect(version.stdout).toBe('0.1.0\n');
+  });
+});

@@ -1,0 +1,326 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { EntryRead } from '@prun/unit-state';
+import {
+  LEGAL_RESULT_PAIRS,
+  SAFETY_SENTENCE,
+  buildRecord,
+  buildReport,
+  buildSummary,
+  classifyTarget,
+  compareCodePoints,
+  decodeSurrogateEscape,
+  formatCounts,
+  formatMiB,
+  groupThousands,
+  isLegalResultPair,
+  isUtf8,
+  legacyPidOf,
+  parseArgs,
+  renderJson,
+  renderText,
+  resolveEntry,
+  selectShown,
+  tailBytesOf,
+  toAsciiJson,
+  type ResultOutcome,
+  type StatFact,
+  type UnitRecord,
+} from '../src/index.js';
+
+const UNIT = '/r/prun-task-u';
+const text = (t: string): EntryRead => ({ ok: true, text: t, bytes: Buffer.from(t) });
+const problem = (p: string): EntryRead => ({ ok: false, problem: p });
+
+function classify(entry: EntryRead, fact: StatFact): ResultOutcome {
+  const step = resolveEntry(entry, UNIT);
+  return 'pathState' in step ? step : classifyTarget(step.target, fact);
+}
+
+function record(partial: Partial<UnitRecord> & { unit: string }): UnitRecord {
+  return {
+    errors: [],
+    result_path_state: 'resolved',
+    result: 'present',
+    result_target: null,
+    tail_bytes: 0,
+    ...partial,
+  };
+}
+
+describe('classification (spec §4.4 table)', () => {
+  const regular = (size: number): StatFact => ({ kind: 'regular', size });
+  it.each([
+    ['absent result-file', problem('absent'), regular(1), ['absent-entry', 'unknown', null, null]],
+    ['unreadable entry', problem('EACCES'), regular(1), ['unreadable', 'unknown', null, { stage: 'result-entry', error: 'EACCES' }]],
+    ['entry not regular', problem('NotARegularFile'), regular(1), ['unreadable', 'unknown', null, { stage: 'result-entry', error: 'NotARegularFile' }]],
+    ['entry too large', problem('EntryTooLarge'), regular(1), ['unreadable', 'unknown', null, { stage: 'result-entry', error: 'EntryTooLarge' }]],
+    ['empty entry', text(''), regular(1), ['invalid-entry', 'unknown', null, null]],
+    ['whitespace-only entry', text(' \r\n\t\u2003'), regular(1), ['invalid-entry', 'unknown', null, null]],
+    ['escaping entry', text('../../etc/passwd'), regular(1), ['invalid-entry', 'unknown', null, null]],
+    ['entry naming the unit itself', text('.'), regular(1), ['invalid-entry', 'unknown', null, null]],
+    ['entry that normalizes to the unit', text('a/..'), regular(1), ['invalid-entry', 'unknown', null, null]],
+    ['sibling unit by prefix', text('../prun-task-u2/r.md'), regular(1), ['invalid-entry', 'unknown', null, null]],
+    ['relative entry inside', text('./r.md\n'), regular(3), ['resolved', 'present', `${UNIT}/r.md`, null]],
+    ['relative entry with a trailing slash', text('sub/'), regular(3), ['resolved', 'present', `${UNIT}/sub`, null]],
+    ['absolute entry elsewhere, kept as written', text('/x/../y/r.md'), regular(3), ['resolved', 'present', '/x/../y/r.md', null]],
+    ['missing target', text('/x/r.md'), { kind: 'absent' }, ['resolved', 'missing', '/x/r.md', null]],
+    ['denied target', text('/x/r.md'), { kind: 'error', code: 'EACCES' }, ['resolved', 'unknown', '/x/r.md', { stage: 'result-target', error: 'EACCES' }]],
+    ['directory target', text('/x/d'), { kind: 'not-regular' }, ['resolved', 'unknown', '/x/d', { stage: 'result-target', error: 'NotARegularFile' }]],
+    ['empty target', text('/x/e.md'), regular(0), ['resolved', 'empty', '/x/e.md', null]],
+    ['multi-line entry keeps its inner newline', text('/x/a\n/x/b\n'), { kind: 'absent' }, ['resolved', 'missing', '/x/a\n/x/b', null]],
+  ] as const)('%s', (_name, entry, fact, expected) => {
+    const outcome = classify(entry, fact);
+    expect([outcome.pathState, outcome.result, outcome.target, outcome.error]).toEqual(expected);
+  });
+
+  it('never emits a pair outside the exported legal table, whatever it observes', () => {
+    const entryArb = fc.oneof(
+      fc.string().map(text),
+      fc.constantFrom('absent', 'NotARegularFile', 'EntryTooLarge', 'EACCES', 'EIO').map(problem),
+      fc.constantFrom('/abs/r.md', './r.md', '..', '../x', 'a/b/../c', '.', '').map(text),
+    );
+    const factArb = fc.oneof(
+      fc.nat().map((size): StatFact => ({ kind: 'regular', size })),
+      fc.constant<StatFact>({ kind: 'not-regular' }),
+      fc.constant<StatFact>({ kind: 'absent' }),
+      fc.constantFrom('EACCES', 'ELOOP', 'ENOTDIR').map((code): StatFact => ({ kind: 'error', code })),
+    );
+    fc.assert(
+      fc.property(entryArb, factArb, (entry, fact) => {
+        const outcome = classify(entry, fact);
+        expect(isLegalResultPair(outcome.pathState, outcome.result)).toBe(true);
+        // A failed observation is never reported as an outcome.
+        if (outcome.error !== null) expect(outcome.result).toBe('unknown');
+      }),
+    );
+    expect(LEGAL_RESULT_PAIRS['absent-entry']).toEqual(['unknown']);
+    expect(isLegalResultPair('absent-entry', 'missing')).toBe(false);
+  });
+
+  it('measures the tail: absent is 0, not regular or failed is null with an error', () => {
+    expect(tailBytesOf({ kind: 'regular', size: 7 })).toEqual({ bytes: 7, error: null });
+    expect(tailBytesOf({ kind: 'absent' })).toEqual({ bytes: 0, error: null });
+    expect(tailBytesOf({ kind: 'not-regular' })).toEqual({ bytes: null, error: { stage: 'tail', error: 'NotARegularFile' } });
+    expect(tailBytesOf({ kind: 'error', code: 'ELOOP' })).toEqual({ bytes: null, error: { stage: 'tail', error: 'ELOOP' } });
+  });
+
+  it('reads the legacy pid as stripped text, never as a number', () => {
+    expect(legacyPidOf(text(' 4242\r\n'))).toEqual({ value: '4242', error: null });
+    expect(legacyPidOf(text('\n'))).toEqual({ value: '', error: null });
+    expect(legacyPidOf(problem('absent'))).toEqual({ value: null, error: null });
+    expect(legacyPidOf(problem('EntryTooLarge'))).toEqual({ value: null, error: { stage: 'legacy-pid', error: 'EntryTooLarge' } });
+  });
+});
+
+describe('records and summary', () => {
+  it('builds records with the contract key order and error order result, tail, legacy-pid', () => {
+    const built = buildRecord({
+      unit: UNIT,
+      outcome: { pathState: 'unreadable', result: 'unknown', target: null, error: { stage: 'result-entry', error: 'EACCES' } },
+      tail: { bytes: null, error: { stage: 'tail', error: 'NotARegularFile' } },
+      legacyPid: { value: null, error: { stage: 'legacy-pid', error: 'EIO' } },
+    });
+    expect(Object.keys(built)).toEqual([
+      'unit',
+      'errors',
+      'result_path_state',
+      'result',
+      'result_target',
+      'tail_bytes',
+      'legacy_pid_unverified',
+    ]);
+    expect(built.errors.map((e) => e.stage)).toEqual(['result-entry', 'tail', 'legacy-pid']);
+    const without = buildRecord({
+      unit: UNIT,
+      outcome: { pathState: 'absent-entry', result: 'unknown', target: null, error: null },
+      tail: { bytes: 0, error: null },
+    });
+    expect('legacy_pid_unverified' in without).toBe(false);
+  });
+
+  it('counts bytes in two disjoint counters over every record, first-seen key order', () => {
+    const records = [
+      record({ unit: '/r/a', result: 'unknown', result_path_state: 'absent-entry', tail_bytes: 200 }),
+      record({ unit: '/r/b', result: 'missing', tail_bytes: 100 }),
+      record({ unit: '/r/c', result: 'present', tail_bytes: 400 }),
+      record({ unit: '/r/d', result: 'empty', tail_bytes: 3 }),
+      record({ unit: '/r/e', result: 'unknown', result_path_state: 'unreadable', tail_bytes: null }),
+      record({ unit: '/r/f', result: 'missing', tail_bytes: 0 }),
+    ];
+    const summary = buildSummary(records);
+    expect(Object.keys(summary)).toEqual([
+      'units',
+      'by_result',
+      'by_path_state',
+      'missing_or_empty_result_bytes',
+      'missing_or_empty_result_units',
+      'unresolved_bytes',
+      'unresolved_units',
+    ]);
+    expect(summary).toEqual({
+      units: 6,
+      by_result: { unknown: 2, missing: 2, present: 1, empty: 1 },
+      by_path_state: { 'absent-entry': 1, resolved: 4, unreadable: 1 },
+      missing_or_empty_result_bytes: 103,
+      missing_or_empty_result_units: 2,
+      unresolved_bytes: 200,
+      unresolved_units: 1,
+    });
+    expect(Object.keys(summary.by_result)).toEqual(['unknown', 'missing', 'present', 'empty']);
+  });
+
+  it('filters for display only and sorts by path or by tail bytes (null as 0), ties by path', () => {
+    const records = [
+      record({ unit: '/r/prun-task-c', tail_bytes: 5 }),
+      record({ unit: '/r/prun-task-a', tail_bytes: null }),
+      record({ unit: '/r/prun-task-B', tail_bytes: 5 }),
+      record({ unit: '/r/prun-task-d', tail_bytes: 50 }),
+    ];
+    expect(selectShown(records, { minTailBytes: 0, sort: 'path' }).map((r) => r.unit.slice(13))).toEqual(['B', 'a', 'c', 'd']);
+    expect(selectShown(records, { minTailBytes: 0, sort: 'tail-bytes-desc' }).map((r) => r.unit.slice(13))).toEqual(['d', 'B', 'c', 'a']);
+    expect(selectShown(records, { minTailBytes: 5, sort: 'path' }).map((r) => r.unit.slice(13))).toEqual(['B', 'c', 'd']);
+    expect(selectShown(records, { minTailBytes: 1, sort: 'path' }).some((r) => r.tail_bytes === null)).toBe(false);
+  });
+});
+
+describe('text formatting', () => {
+  it('groups thousands and rounds MiB like Python, exact ties to even', () => {
+    expect(groupThousands(0)).toBe('0');
+    expect(groupThousands(1500)).toBe('1,500');
+    expect(groupThousands(2000000)).toBe('2,000,000');
+    expect(formatMiB(2000003)).toBe('1.9');
+    expect(formatMiB(9)).toBe('0.0');
+    // 0.25 and 0.75 MiB are exact binary ties: Python prints 0.2 and 0.8.
+    expect(formatMiB(262144)).toBe('0.2');
+    expect(formatMiB(786432)).toBe('0.8');
+    expect(formatMiB(262145)).toBe('0.3');
+    expect(formatMiB(25.5 * 1048576)).toBe('25.5');
+  });
+
+  it('prints counts as key=value pairs', () => {
+    expect(formatCounts({ unknown: 7, empty: 1 })).toBe('unknown=7 empty=1');
+    expect(formatCounts({})).toBe('(none)');
+  });
+
+  it('lays out the table at the widths of the original and truncates only the unit name', () => {
+    const report = buildReport({
+      roots: ['/r'],
+      discoveryErrors: [],
+      records: [
+        record({ unit: '/r/prun-task-present', tail_bytes: 1500, legacy_pid_unverified: '4242' }),
+        record({
+          unit: '/r/prun-task-this-is-a-very-long-unit-name-that-exceeds-the-width',
+          result: 'unknown',
+          result_path_state: 'unreadable',
+          tail_bytes: null,
+          legacy_pid_unverified: '',
+          errors: [{ stage: 'result-entry', error: 'NotARegularFile' }],
+        }),
+      ],
+      display: { minTailBytes: 0, sort: 'path' },
+      withSummary: false,
+      includeLegacyPid: true,
+    });
+    const chunks = renderText(report, 'bin');
+    expect(chunks.map((c) => c.stream)).toEqual(['stdout', 'stdout', 'stderr']);
+    const out = chunks[0]!.text.split('\n');
+    expect(out[0]).toBe(
+      'unit                                                 result    path           tail bytes  legacy_pid_unverified',
+    );
+    expect(out[0]).toHaveLength(111);
+    expect(out[1]).toBe('-'.repeat(111));
+    expect(out[2]).toBe(
+      'prun-task-present                                    present   resolved            1,500  4242',
+    );
+    expect(out[3]).toBe(
+      'prun-task-this-is-a-very-long-unit-name-that-exceeds unknown   unreadable              ?  -',
+    );
+    expect(out[4]).toBe('    error [result-entry]: NotARegularFile');
+  });
+});
+
+describe('JSON rendering', () => {
+  it('escapes non-ASCII like Python (lone surrogates and astral pairs included)', () => {
+    expect(toAsciiJson(JSON.stringify('é\udcff😀'))).toBe('"\\u00e9\\udcff\\ud83d\\ude00"');
+    const json = renderJson(
+      buildReport({
+        roots: ['/r'],
+        discoveryErrors: [],
+        records: [],
+        display: { minTailBytes: 0, sort: 'path' },
+        withSummary: true,
+        includeLegacyPid: false,
+      }),
+    );
+    expect(json.endsWith('}\n')).toBe(true);
+    const parsed = JSON.parse(json) as Record<string, unknown>;
+    expect(Object.keys(parsed)).toEqual(['schema_version', 'roots', 'unit_count', 'discovery_errors', 'units', 'safety', 'summary']);
+    expect(parsed.safety).toBe(SAFETY_SENTENCE);
+    expect(json).toContain('\n  "units": [],\n');
+  });
+});
+
+describe('names that are not UTF-8', () => {
+  it('decodes like surrogateescape: valid sequences as text, every stray byte as U+DC00+b', () => {
+    expect(decodeSurrogateEscape(Buffer.from([0x61, 0xff, 0xfe, 0x62]))).toBe('a\udcff\udcfeb');
+    expect(decodeSurrogateEscape(Buffer.from([0xe2, 0x82, 0x41]))).toBe('\udce2\udc82A');
+    expect(decodeSurrogateEscape(Buffer.from([0xe2, 0xe2, 0x82, 0xac]))).toBe('\udce2€');
+    expect(decodeSurrogateEscape(Buffer.from([0xed, 0xa0, 0x80]))).toBe('\udced\udca0\udc80');
+    expect(isUtf8(Buffer.from('prun-task-é'))).toBe(true);
+    expect(isUtf8(Buffer.from([0xc0, 0x80]))).toBe(false);
+  });
+
+  it('agrees with the UTF-8 decoder on every valid string', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme' }), (s) => {
+        const bytes = Buffer.from(s, 'utf8');
+        expect(isUtf8(bytes)).toBe(true);
+        expect(decodeSurrogateEscape(bytes)).toBe(bytes.toString('utf8'));
+      }),
+    );
+  });
+
+  it('orders by code point like Python, not by UTF-16 unit', () => {
+    expect(compareCodePoints('\uffff', '😀')).toBeLessThan(0);
+    expect('\uffff' < '😀').toBe(false);
+    expect(compareCodePoints('prun-task-Upper', 'prun-task-a')).toBeLessThan(0);
+    expect(compareCodePoints('ab', 'abc')).toBeLessThan(0);
+    expect(compareCodePoints('ab', 'ab')).toBe(0);
+  });
+});
+
+describe('options', () => {
+  it('parses every option, repeated roots in order, = forms, last value wins', () => {
+    const parsed = parseArgs([
+      '--root', 'a', '--root=b', '--json', '--summary', '--sort', 'path', '--sort=tail-bytes-desc',
+      '--min-tail-bytes', '10', '--include-legacy-pid', '--root', '',
+    ]);
+    expect(parsed).toEqual({
+      kind: 'run',
+      options: { roots: ['a', 'b', ''], json: true, summary: true, sort: 'tail-bytes-desc', minTailBytes: 10, includeLegacyPid: true },
+    });
+    expect(parseArgs([])).toEqual({
+      kind: 'run',
+      options: { roots: [], json: false, summary: false, sort: 'path', minTailBytes: 0, includeLegacyPid: false },
+    });
+    expect(parseArgs(['--json', '-h']).kind).toBe('help');
+    expect(parseArgs(['--version']).kind).toBe('version');
+  });
+
+  it.each([
+    [['--bogus'], "unknown option '--bogus'"],
+    [['--json=1'], "unknown option '--json'"],
+    [['stray'], "unexpected argument 'stray'"],
+    [['--sort', 'bad'], "--sort must be path or tail-bytes-desc, not 'bad'"],
+    [['--min-tail-bytes', '-5'], "--min-tail-bytes must be a non-negative integer, not '-5'"],
+    [['--min-tail-bytes', '1.5'], "--min-tail-bytes must be a non-negative integer, not '1.5'"],
+    [['--min-tail-bytes', 'abc'], "--min-tail-bytes must be a non-negative integer, not 'abc'"],
+    [['--min-tail-bytes', '99999999999999999999'], '--min-tail-bytes is too large'],
+    [['--root'], '--root needs a value'],
+  ])('rejects %j', (argv, message) => {
+    const parsed = parseArgs(argv);
+    expect(parsed.kind).toBe('usage-error');
+    if (parsed.kind === 'usage-error') expect(parsed.message).toContain(message);
+  });
+});

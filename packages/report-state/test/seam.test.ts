@@ -1,0 +1,188 @@
+// The upstream tests monkey-patched os.stat / os.open / classify_result. Here the same faults
+// go through the library's injectable file system facade.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { STATE_FILES, readSmallFile } from '@prun/unit-state';
+import {
+  buildReport,
+  errorName,
+  isPartial,
+  nodeObservationFs,
+  renderJson,
+  sweep,
+  type FsPath,
+  type ObservationFs,
+} from '../src/index.js';
+import { cleanupTempDirs, makeUnit, tempDir } from './helpers.js';
+
+afterEach(cleanupTempDirs);
+
+function systemError(code: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: injected`), { code, errno: -13, syscall: 'stat' });
+}
+
+const asText = (path: FsPath): string => (typeof path === 'string' ? path : path.toString('utf8'));
+
+function faultyFs(faults: {
+  stat?: (path: string) => Error | undefined;
+  readEntry?: (unit: string, name: string) => Error | 'denied' | undefined;
+  readdir?: (dir: string) => Error | undefined;
+}): ObservationFs {
+  return {
+    readdir: (dir) => {
+      const fault = faults.readdir?.(asText(dir));
+      if (fault) throw fault;
+      return nodeObservationFs.readdir(dir);
+    },
+    stat: (path) => {
+      const fault = faults.stat?.(asText(path));
+      if (fault) throw fault;
+      return nodeObservationFs.stat(path);
+    },
+    readEntry: (unit, name) => {
+      const fault = faults.readEntry?.(asText(unit), name);
+      if (fault === 'denied') return { ok: false, problem: 'EACCES' };
+      if (fault) throw fault;
+      return nodeObservationFs.readEntry(unit, name);
+    },
+  };
+}
+
+function report(root: string, fs: ObservationFs, includeLegacyPid = false) {
+  const observed = sweep([root], { includeLegacyPid }, fs);
+  const built = buildReport({
+    ...observed,
+    display: { minTailBytes: 0, sort: 'path' },
+    withSummary: true,
+    includeLegacyPid,
+  });
+  const byName = new Map(built.records.map((r) => [r.unit.slice(r.unit.lastIndexOf('/') + 1), r]));
+  return { built, byName, partial: isPartial(built) };
+}
+
+describe('observation failures (upstream ObservationFailureTests, injected)', () => {
+  it('a denied stat on a live target is unknown with a result-target error, not missing', () => {
+    const root = tempDir();
+    const target = join(root, 'out', 'r.md');
+    makeUnit(root, 'u', { resultEntry: target, resultBody: 'body' });
+    const { built, byName, partial } = report(root, faultyFs({ stat: (p) => (p === target ? systemError('EACCES') : undefined) }));
+    const unit = byName.get('prun-task-u')!;
+    expect([unit.result_path_state, unit.result, unit.result_target]).toEqual(['resolved', 'unknown', target]);
+    expect(unit.errors).toEqual([{ stage: 'result-target', error: 'EACCES' }]);
+    expect(partial).toBe(true);
+    expect(built.summary?.missing_or_empty_result_units).toBe(0);
+  });
+
+  it('a denied entry read is unreadable, not absent', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { resultEntry: join(root, 'r.md'), resultBody: 'x' });
+    const { byName, partial } = report(
+      root,
+      faultyFs({ readEntry: (_u, name) => (name === STATE_FILES.resultFile ? 'denied' : undefined) }),
+    );
+    const unit = byName.get('prun-task-u')!;
+    expect([unit.result_path_state, unit.result]).toEqual(['unreadable', 'unknown']);
+    expect(unit.errors.map((e) => e.stage)).toEqual(['result-entry']);
+    expect(partial).toBe(true);
+  });
+
+  it('a denied legacy pid read is recorded, not swallowed', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { dispatchPid: '4242' });
+    const { byName, partial } = report(
+      root,
+      faultyFs({ readEntry: (_u, name) => (name === STATE_FILES.dispatchPid ? 'denied' : undefined) }),
+      true,
+    );
+    const unit = byName.get('prun-task-u')!;
+    expect(unit.legacy_pid_unverified).toBeNull();
+    expect(unit.errors).toEqual([{ stage: 'legacy-pid', error: 'EACCES' }]);
+    expect(partial).toBe(true);
+  });
+
+  it('a matching entry that cannot be stated is a discovery error, and the rest is still inspected', () => {
+    const root = tempDir();
+    makeUnit(root, 'ok');
+    const denied = makeUnit(root, 'denied');
+    const { built, partial } = report(root, faultyFs({ stat: (p) => (p === denied ? systemError('EACCES') : undefined) }));
+    expect(built.records).toHaveLength(1);
+    expect(built.discoveryErrors).toEqual([{ stage: 'unit-entry', unit: denied, error: 'EACCES' }]);
+    expect(partial).toBe(true);
+  });
+
+  it('a root that cannot be listed is reported, not read as an empty corpus', () => {
+    const root = tempDir();
+    makeUnit(root, 'u');
+    const { built, partial } = report(root, faultyFs({ readdir: (d) => (d === root ? systemError('EACCES') : undefined) }));
+    expect(built.records).toHaveLength(0);
+    expect(built.discoveryErrors).toEqual([{ stage: 'root', root, error: 'EACCES' }]);
+    expect(partial).toBe(true);
+  });
+
+  it('every documented field survives the defensive path when classification throws', () => {
+    const root = tempDir();
+    makeUnit(root, 'u', { tail: 'x', resultEntry: '/somewhere' });
+    const { built, byName, partial } = report(
+      root,
+      faultyFs({ readEntry: (_u, name) => (name === STATE_FILES.resultFile ? new TypeError('boom') : undefined) }),
+    );
+    const unit = byName.get('prun-task-u')!;
+    expect(Object.keys(unit)).toEqual(['unit', 'errors', 'result_path_state', 'result', 'result_target', 'tail_bytes']);
+    expect(unit).toMatchObject({ result_path_state: 'unreadable', result: 'unknown', result_target: null, tail_bytes: 1 });
+    expect(unit.errors).toEqual([{ stage: 'result', error: 'TypeError' }]);
+    expect(partial).toBe(true);
+    expect(built.records).toHaveLength(1);
+  });
+
+  it('the JSON is complete when one unit fails: valid, both units, exactly one with errors', () => {
+    const root = tempDir();
+    const bad = makeUnit(root, 'bad', { resultEntry: '/x' });
+    makeUnit(root, 'good', { resultEntry: '/x' });
+    const observed = sweep(
+      [root],
+      { includeLegacyPid: false },
+      faultyFs({ readEntry: (u) => (u === bad ? new Error('unexpected') : undefined) }),
+    );
+    const built = buildReport({ ...observed, display: { minTailBytes: 0, sort: 'path' }, withSummary: false, includeLegacyPid: false });
+    const parsed = JSON.parse(renderJson(built)) as { units: { errors: unknown[] }[] };
+    expect(parsed.units).toHaveLength(2);
+    expect(parsed.units.filter((u) => u.errors.length > 0)).toHaveLength(1);
+    expect(isPartial(built)).toBe(true);
+  });
+
+  it('a failing tail stat is the tail stage, after the result error', () => {
+    const root = tempDir();
+    const unit = makeUnit(root, 'u', { tail: 'abc' });
+    const { byName } = report(root, faultyFs({ stat: (p) => (p === join(unit, STATE_FILES.tail) ? systemError('EIO') : undefined) }));
+    expect(byName.get('prun-task-u')).toMatchObject({ tail_bytes: null, errors: [{ stage: 'tail', error: 'EIO' }] });
+  });
+});
+
+describe('entry reading through unit-state', () => {
+  it('reports an oversized entry instead of truncating it, and accepts exactly the cap', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'big'), 'x'.repeat(128 * 1024));
+    expect(readSmallFile(join(dir, 'big'))).toEqual({ ok: false, problem: 'EntryTooLarge' });
+    const path = join(dir, 'target.md');
+    writeFileSync(join(dir, 'cap'), path.padEnd(65536, ' '));
+    const read = nodeObservationFs.readEntry(dir, 'cap');
+    expect(read.ok && read.text.trimEnd()).toBe(path);
+  });
+
+  it('reads entries of a unit whose name is not UTF-8 through its raw bytes', () => {
+    const root = tempDir();
+    const unit = Buffer.concat([Buffer.from(`${root}/prun-task-`), Buffer.from([0xff, 0xfe])]);
+    mkdirSync(unit);
+    writeFileSync(Buffer.concat([unit, Buffer.from('/result-file')]), 'r.md\n');
+    const read = nodeObservationFs.readEntry(unit, STATE_FILES.resultFile);
+    expect(read).toMatchObject({ ok: true, text: 'r.md\n' });
+    expect(nodeObservationFs.readEntry(unit, STATE_FILES.dispatchPid)).toEqual({ ok: false, problem: 'absent' });
+  });
+
+  it('names failures by Node error code, else by class', () => {
+    expect(errorName(systemError('ENOTDIR'))).toBe('ENOTDIR');
+    expect(errorName(new RangeError('x'))).toBe('RangeError');
+    expect(errorName('weird')).toBe('Error');
+  });
+});

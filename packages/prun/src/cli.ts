@@ -1,4 +1,241 @@
-export async function main(argv: string[]): Promise<void> {
-  process.stderr.write('prun: not implemented yet (' + argv.length + ' args)\n');
-  process.exitCode = 70;
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { relative } from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { BatchError, BatchRun, batchPaths, createBatch, defaultBatchDir, type BatchOutcome } from './batch.js';
+import { CloneError, throwawayClone } from './clone.js';
+import { OWN_COMMANDS, TOOL_COMMANDS } from './commands.js';
+import { completionScript, SHELLS, type Shell } from './completion.js';
+import { PlanError } from './plan.js';
+import { batchStatus, renderStatus, renderTable } from './status.js';
+
+const NAME = 'prun';
+
+class UsageError extends Error {}
+
+const EXIT_CODES = `Exit codes of prun's own commands:
+  0    batch: every unit done; status, clone, completion: success
+  1-100 batch: the number of failed units (capped at 100); clone: git failed
+  2    usage error, bad plan (the message names the field), or a directory that is not a batch
+  70   internal error
+  75   batch stopped on a quota refusal (--no-quota-wait); resume it later
+  130  batch interrupted by SIGINT (units stopped, ledger consistent); 143 for SIGTERM
+The other commands exit exactly as their bins do: see prun <command> --help.`;
+
+function help(): string {
+  const width = 15;
+  const own = OWN_COMMANDS.map((c) => `  ${c.name.padEnd(width)}${c.summary}`);
+  const tools = TOOL_COMMANDS.map((c) => `  ${c.name.padEnd(width)}${c.summary} (= ${c.bin})`);
+  return `Usage: prun <command> [args...]
+
+Fan a coding task out to many unattended agent units and bring the results back safely.
+
+Commands:
+${own.join('\n')}
+${tools.join('\n')}
+
+Usage of prun's own commands:
+${OWN_COMMANDS.map((c) => `  prun ${c.usage}`).join('\n')}
+
+${EXIT_CODES}
+`;
+}
+
+function version(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+  return manifest.version;
+}
+
+const isAgentCaller = (env: NodeJS.ProcessEnv): boolean =>
+  ['AI_AGENT', 'CLAUDECODE', 'GEMINI_CLI', 'CODEX_SANDBOX', 'CURSOR_AGENT'].some((name) => (env[name] ?? '') !== '');
+
+/** A non-negative whole number of seconds from the environment, or a usage error naming it. */
+function envSeconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new UsageError(`${name} must be a non-negative integer (got: ${raw})`);
+  return Number(raw.trim());
+}
+
+const Positive = z.coerce.number().int().positive();
+const NonNegative = z.coerce.number().int().nonnegative();
+
+function parseBatchArgs(argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      dir: { type: 'string' },
+      jobs: { type: 'string' },
+      json: { type: 'boolean' },
+      'no-quota-wait': { type: 'boolean' },
+      'quota-wait': { type: 'string' },
+      resume: { type: 'string' },
+      'retry-failed': { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  const jobs = values.jobs === undefined ? availableParallelism() : Positive.safeParse(values.jobs);
+  if (typeof jobs !== 'number' && !jobs.success) throw new UsageError(`--jobs must be a positive integer (got: ${values.jobs})`);
+  const quotaWait = values['quota-wait'] === undefined ? 300 : NonNegative.safeParse(values['quota-wait']);
+  if (typeof quotaWait !== 'number' && !quotaWait.success) {
+    throw new UsageError(`--quota-wait must be a non-negative number of seconds (got: ${values['quota-wait']})`);
+  }
+  const modes = [positionals.length > 0, values.resume !== undefined, values['retry-failed'] !== undefined].filter(Boolean).length;
+  if (!values.help && modes !== 1) throw new UsageError('batch takes exactly one of PLAN, --resume DIR, or --retry-failed DIR');
+  if (positionals.length > 1) throw new UsageError(`batch takes one plan file (got: ${positionals.join(' ')})`);
+  if (values.dir !== undefined && positionals.length === 0) throw new UsageError('--dir goes with a new plan; --resume and --retry-failed name their directory');
+  return {
+    help: values.help === true,
+    plan: positionals[0],
+    dir: values.dir,
+    resume: values.resume,
+    retryFailed: values['retry-failed'],
+    jobs: typeof jobs === 'number' ? jobs : jobs.data,
+    json: values.json === true,
+    quotaWait: values['no-quota-wait'] !== true,
+    quotaWaitMs: (typeof quotaWait === 'number' ? quotaWait : quotaWait.data) * 1000,
+  };
+}
+
+function renderOutcome(outcome: BatchOutcome): string {
+  const rel = (path: string | null): string => (path === null ? '-' : relative(outcome.dir, path) || path);
+  const table = renderTable(
+    ['UNIT', 'STATUS', 'EXIT', 'RESULT', 'NOTE'],
+    outcome.units.map((unit) => [
+      unit.id,
+      unit.status + (unit.stalled ? '(stalled)' : ''),
+      unit.exit_code === null ? '-' : String(unit.exit_code),
+      rel(unit.result_file) + (unit.fallback ? ' (FALLBACK)' : ''),
+      unit.status === 'done' ? '' : (unit.note ?? ''),
+    ]),
+  );
+  const counts = countStatuses(outcome);
+  return `${table}\nbatch ${outcome.dir}: ${Object.entries(counts).map(([k, v]) => `${k}=${v}`).join(' ')} exit=${outcome.exitCode}\n`;
+}
+
+function countStatuses(outcome: BatchOutcome): Record<string, number> {
+  const counts: Record<string, number> = { done: 0, failed: 0, deferred: 0, queued: 0, running: 0 };
+  for (const unit of outcome.units) counts[unit.status] = (counts[unit.status] ?? 0) + 1;
+  return counts;
+}
+
+async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const args = parseBatchArgs(argv);
+  if (args.help) {
+    process.stdout.write(`Usage: prun ${OWN_COMMANDS[0].usage}\n\n${EXIT_CODES}\n`);
+    return 0;
+  }
+  const stallMs = envSeconds(env, 'PRUN_STALL_THRESHOLD', 600) * 1000;
+  const showProgress = process.stderr.isTTY === true && !isAgentCaller(env);
+  let paths;
+  if (args.plan !== undefined) {
+    paths = createBatch(args.plan, args.dir ?? defaultBatchDir());
+    process.stderr.write(`${NAME}: batch directory ${paths.dir}\n`);
+  } else {
+    paths = batchPaths(args.resume ?? args.retryFailed!);
+  }
+  const run = new BatchRun(paths, {
+    jobs: args.jobs,
+    quotaWait: args.quotaWait,
+    quotaWaitMs: args.quotaWaitMs,
+    stallMs,
+    env,
+    progress: (line) => {
+      if (showProgress) process.stderr.write(`${NAME}: ${line}\n`);
+    },
+    message: (line) => process.stderr.write(`${NAME}: ${line}\n`),
+  });
+  run.reconcile(args.retryFailed !== undefined);
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const onSignal = (signal: NodeJS.Signals): void => run.interrupt(signal);
+  for (const signal of signals) process.on(signal, onSignal);
+  try {
+    const outcome = await run.run();
+    if (args.json) {
+      process.stdout.write(
+        `${JSON.stringify({ dir: outcome.dir, exit_code: outcome.exitCode, stopped_by: outcome.stoppedBy, counts: countStatuses(outcome), units: outcome.units })}\n`,
+      );
+    } else {
+      process.stdout.write(renderOutcome(outcome));
+    }
+    return outcome.exitCode;
+  } finally {
+    for (const signal of signals) process.off(signal, onSignal);
+  }
+}
+
+function runStatus(argv: string[]): number {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' }, help: { type: 'boolean' } } });
+  if (values.help) {
+    process.stdout.write('Usage: prun status DIR [--json]\n');
+    return 0;
+  }
+  if (positionals.length !== 1) throw new UsageError('status takes one batch directory');
+  const rows = batchStatus(positionals[0]!);
+  process.stdout.write(values.json ? `${JSON.stringify({ dir: batchPaths(positionals[0]!).dir, units: rows })}\n` : renderStatus(rows));
+  return 0;
+}
+
+function runClone(argv: string[]): number {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean' } } });
+  if (values.help) {
+    process.stdout.write('Usage: prun clone REPO DIR\n\nPrints the absolute path of the new clone. Exit 0 ok, 1 git failed, 2 usage or DIR exists.\n');
+    return 0;
+  }
+  if (positionals.length !== 2) throw new UsageError('clone takes REPO and DIR');
+  process.stdout.write(`${throwawayClone(positionals[0]!, positionals[1]!)}\n`);
+  return 0;
+}
+
+function runCompletion(argv: string[]): number {
+  const shell = argv[0];
+  if (argv.length !== 1 || !SHELLS.includes(shell as Shell)) throw new UsageError(`completion takes one of ${SHELLS.join(', ')}`);
+  process.stdout.write(completionScript(shell as Shell));
+  return 0;
+}
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+      process.stdout.write(help());
+      process.exitCode = command === undefined ? 2 : 0;
+      return;
+    }
+    if (command === '--version') {
+      process.stdout.write(`${version()}\n`);
+      return;
+    }
+    const tool = TOOL_COMMANDS.find((candidate) => candidate.name === command);
+    if (tool) {
+      const { main: toolMain } = await tool.load();
+      await toolMain(rest);
+      return;
+    }
+    switch (command) {
+      case 'batch':
+        process.exitCode = await runBatch(rest, env);
+        return;
+      case 'status':
+        process.exitCode = runStatus(rest);
+        return;
+      case 'clone':
+        process.exitCode = runClone(rest);
+        return;
+      case 'completion':
+        process.exitCode = runCompletion(rest);
+        return;
+      default:
+        throw new UsageError(`unknown command: ${command} (see prun --help)`);
+    }
+  } catch (error) {
+    const known = error instanceof UsageError || error instanceof PlanError || error instanceof BatchError || error instanceof CloneError;
+    const isArgError = (error as NodeJS.ErrnoException | undefined)?.code?.startsWith('ERR_PARSE_ARGS') === true;
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`${NAME}: ${known || isArgError ? message : `internal error: ${message}`}\n`);
+    process.exitCode =
+      error instanceof BatchError || error instanceof CloneError ? error.exitCode : known || isArgError ? 2 : 70;
+  }
 }

@@ -1,0 +1,94 @@
+import type { UnitStatus } from './ledger.js';
+
+export interface ScheduleUnit {
+  id: string;
+  dependsOn: string[];
+}
+
+export interface ScheduleView {
+  /** Units in plan order. */
+  units: ScheduleUnit[];
+  status: ReadonlyMap<string, UnitStatus>;
+  /** When each deferred unit may be tried again (ms since epoch). */
+  retryAt: ReadonlyMap<string, number>;
+  running: number;
+  jobs: number;
+  now: number;
+  /** False once the batch is stopping (interrupt, or quota with --no-quota-wait). */
+  startingAllowed: boolean;
+}
+
+export interface ScheduleDecision {
+  /** Pending units that can never run because a dependency failed: [unit, failed dependency]. */
+  failForDependency: Array<[string, string]>;
+  /** Units to dispatch now, in plan order, at most the free job slots. */
+  start: string[];
+  /** The earliest moment a deferred unit becomes due, if any is waiting. */
+  wakeAt: number | null;
+  /** Nothing runs and nothing can start: the batch is over. */
+  finished: boolean;
+}
+
+const isPending = (status: UnitStatus | undefined): boolean => status === 'queued' || status === 'deferred';
+
+/**
+ * What to do next, as a pure function of the batch's state: which pending units fail because a
+ * dependency failed, which units start (dependencies done, retry time reached, plan order, up to
+ * the free slots), and when to look again for deferred units.
+ */
+export function decide(view: ScheduleView): ScheduleDecision {
+  const failForDependency: Array<[string, string]> = [];
+  const start: string[] = [];
+  let wakeAt: number | null = null;
+  let slots = Math.max(0, view.jobs - view.running);
+
+  for (const unit of view.units) {
+    const status = view.status.get(unit.id);
+    if (!isPending(status)) continue;
+    const failedDep = unit.dependsOn.find((dep) => view.status.get(dep) === 'failed');
+    if (failedDep !== undefined) {
+      failForDependency.push([unit.id, failedDep]);
+      continue;
+    }
+    if (!view.startingAllowed) continue;
+    if (!unit.dependsOn.every((dep) => view.status.get(dep) === 'done')) continue;
+    const due = status === 'deferred' ? (view.retryAt.get(unit.id) ?? 0) : 0;
+    if (due > view.now) {
+      wakeAt = wakeAt === null ? due : Math.min(wakeAt, due);
+      continue;
+    }
+    if (slots > 0) {
+      start.push(unit.id);
+      slots -= 1;
+    }
+  }
+  // Over when nothing runs, nothing starts now, and no deferred unit is waiting for its time
+  // (or the batch is stopping, so waiting units stay queued for a later --resume).
+  const finished =
+    view.running === 0 && start.length === 0 && failForDependency.length === 0 && (!view.startingAllowed || wakeAt === null);
+  return { failForDependency, start, wakeAt, finished };
+}
+
+/** Exit code of a finished batch: 0, or the number of failed units capped at 100. */
+export function batchExitCode(failed: number): number {
+  return Math.min(failed, 100);
+}
+
+const RESET_PATTERN = /resets (\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)/gi;
+
+/**
+ * When a quota refusal says the quota comes back: the earliest future reset time named in the
+ * block text (`... (resets 2026-09-11T15:34:00Z).`), or null when it names none (`resets later`).
+ */
+export function quotaRetryTime(blockText: string, now: number): number | null {
+  let earliest: number | null = null;
+  for (const match of blockText.matchAll(RESET_PATTERN)) {
+    let stamp = match[1]!;
+    if (!/(Z|[+-]\d{2}:?\d{2})$/i.test(stamp)) stamp += 'Z';
+    const at = Date.parse(stamp);
+    if (Number.isNaN(at)) continue;
+    if (earliest === null || at < earliest) earliest = at;
+  }
+  if (earliest === null) return null;
+  return Math.max(earliest, now);
+}

@@ -1,0 +1,74 @@
+import { existsSync } from 'node:fs';
+import { batchPaths, BatchError } from './batch.js';
+import { readLedger, type LedgerEntry } from './ledger.js';
+import { loadPlan, PlanError } from './plan.js';
+import { fallbackReason, isDispatcherProcess, readResultHead, tailFacts } from './units.js';
+
+export interface UnitStatusRow {
+  id: string;
+  status: LedgerEntry['status'] | 'unknown';
+  exit_code: number | null;
+  /** The result file's state: present, fallback, or missing. */
+  result: 'present' | 'fallback' | 'missing';
+  /** For a FALLBACK, its reason. */
+  reason: string | null;
+  /** Whether the unit's dispatcher is still running (a batch process may have died). */
+  dispatcher_alive: boolean;
+  tail_bytes: number | null;
+  result_file: string | null;
+  state_dir: string | null;
+  note: string | null;
+}
+
+/** A batch's units from its ledger, checked against the state directories and result files. */
+export function batchStatus(dir: string): UnitStatusRow[] {
+  const paths = batchPaths(dir);
+  if (!existsSync(paths.plan)) throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, 2);
+  let ids: string[];
+  try {
+    ids = loadPlan(paths.plan).units.map((unit) => unit.id);
+  } catch (error) {
+    if (error instanceof PlanError) throw new BatchError(`${paths.plan}: ${error.message}`, 2);
+    throw error;
+  }
+  const { latest } = readLedger(paths.ledger);
+  return ids.map((id) => {
+    const entry = latest.get(id);
+    const head = readResultHead(paths.result(id));
+    const summary = head === 'unparsed' ? null : head;
+    const fallback = summary?.fallback === true;
+    return {
+      id,
+      status: entry?.status ?? 'unknown',
+      exit_code: entry?.exit_code ?? null,
+      result: head === null ? 'missing' : fallback ? 'fallback' : 'present',
+      reason: summary && fallback ? fallbackReason(summary) : null,
+      dispatcher_alive: entry?.status === 'running' && entry.dispatcher_pid !== undefined && isDispatcherProcess(entry.dispatcher_pid),
+      tail_bytes: entry?.state_dir ? tailFacts(entry.state_dir).size : null,
+      result_file: entry?.result_file ?? paths.result(id),
+      state_dir: entry?.state_dir ?? null,
+      note: entry?.note ?? null,
+    };
+  });
+}
+
+/** Plain columns, padded; the last column is free text. */
+export function renderTable(header: string[], rows: string[][]): string {
+  const widths = header.slice(0, -1).map((cell, i) => Math.max(cell.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const line = (row: string[]): string =>
+    [...row.slice(0, -1).map((cell, i) => cell.padEnd(widths[i]!)), row.at(-1) ?? ''].join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n') + '\n';
+}
+
+export function renderStatus(rows: UnitStatusRow[]): string {
+  return renderTable(
+    ['UNIT', 'STATUS', 'EXIT', 'RESULT', 'DETAIL'],
+    rows.map((row) => [
+      row.id,
+      row.status + (row.status === 'running' && !row.dispatcher_alive ? '(dispatcher gone)' : ''),
+      row.exit_code === null ? '-' : String(row.exit_code),
+      row.result,
+      row.reason ?? row.note ?? '',
+    ]),
+  );
+}

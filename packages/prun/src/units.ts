@@ -1,0 +1,92 @@
+import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { STATE_DIR_LINE_PREFIX, STATE_FILES, isProcessAlive, parseResultSummary, readStateEntry, type ResultSummary } from '@prun/unit-state';
+
+/** The head of a result file (enough for its header and contract lines), or null if absent/empty. */
+export function readResultHead(path: string, bytes = 8192): ResultSummary | 'unparsed' | null {
+  let fd: number;
+  try {
+    if (!statSync(path).isFile()) return null;
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const buffer = Buffer.alloc(bytes);
+    const n = readSync(fd, buffer, 0, bytes, 0);
+    if (n === 0) return null;
+    return parseResultSummary(buffer.subarray(0, n).toString('utf8')) ?? 'unparsed';
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The reason a FALLBACK gives, from its `Conclusion: INCOMPLETE; <reason>` line. */
+export function fallbackReason(summary: ResultSummary): string {
+  const conclusion = summary.conclusion ?? '';
+  return conclusion.startsWith('INCOMPLETE; ') ? conclusion.slice('INCOMPLETE; '.length) : conclusion;
+}
+
+/** Whether a dispatcher's refusal reason is a quota block (its exit code was 75). */
+export function isQuotaBlock(reason: string): boolean {
+  return /Agy (Gemini )?quota group(s)? (is|are) exhausted|both Agy quota groups are exhausted/.test(reason);
+}
+
+/** The last `STATE-DIR <path>` line a dispatcher printed into its captured stdout. */
+export function stateDirFromLog(path: string): string | null {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+  const lines = text.split('\n').filter((line) => line.startsWith(STATE_DIR_LINE_PREFIX));
+  const last = lines.at(-1);
+  return last ? last.slice(STATE_DIR_LINE_PREFIX.length) : null;
+}
+
+/**
+ * Whether a process is still running: alive by signal 0 and not a zombie. A dispatcher orphaned
+ * by a killed batch may sit as a zombie under a parent that never reaps.
+ */
+export function isRunning(pid: number): boolean {
+  if (!isProcessAlive(pid)) return false;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return true;
+  }
+}
+
+/** Whether pid is a running prun dispatcher (guards against a recycled pid). */
+export function isDispatcherProcess(pid: number): boolean {
+  if (!isRunning(pid)) return false;
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dispatch');
+  } catch {
+    return true;
+  }
+}
+
+export interface TailFacts {
+  size: number;
+  mtimeMs: number;
+}
+
+/** Size and mtime of a unit's tail; a missing tail counts as empty. */
+export function tailFacts(stateDir: string): TailFacts {
+  try {
+    const stats = statSync(join(stateDir, STATE_FILES.tail));
+    return { size: stats.size, mtimeMs: stats.mtimeMs };
+  } catch {
+    return { size: 0, mtimeMs: 0 };
+  }
+}
+
+/** Whether a state directory recorded a conversation a follow-up turn can continue. */
+export function hasConversation(stateDir: string): boolean {
+  const entry = readStateEntry(stateDir, STATE_FILES.conversationId);
+  return entry.ok && entry.text.trim() !== '';
+}

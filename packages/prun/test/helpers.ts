@@ -1,0 +1,101 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa, type Options, type ResultPromise } from 'execa';
+
+export const repoRoot = fileURLToPath(new URL('../../..', import.meta.url));
+export const prunBin = join(repoRoot, 'packages/prun/bin/prun.js');
+export const agyByPrompt = fileURLToPath(new URL('fixtures/agy-by-prompt.mjs', import.meta.url));
+
+export const RESULT_TEXT = '# unit result\nConclusion: complete\nFiles: none\nOpen items: none\nVerification: fake agy\n';
+
+export interface Sandbox {
+  root: string;
+  env: NodeJS.ProcessEnv;
+  logDir: string;
+  cleanup: () => void;
+}
+
+/** A temp root with its own HOME, TMPDIR and fake-agy log, and an env that uses them. */
+export function sandbox(extra: NodeJS.ProcessEnv = {}): Sandbox {
+  const root = mkdtempSync(join(tmpdir(), 'prun-test-'));
+  for (const dir of ['home', 'tmp', 'agy-log']) mkdirSync(join(root, dir));
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: join(root, 'home'),
+    TMPDIR: join(root, 'tmp'),
+    ANTIGRAVITY_BIN: agyByPrompt,
+    ANTIGRAVITY_PREFLIGHT: 'off',
+    PRUN_AGY_QUOTA_GATE: 'off',
+    FAKE_AGY_LAX_EFFORT: '1',
+    FAKE_AGY_LOG_DIR: join(root, 'agy-log'),
+    FAKE_AGY_RESPONSE: RESULT_TEXT,
+    ...extra,
+  };
+  return { root, env, logDir: join(root, 'agy-log'), cleanup: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+export function prun(args: string[], options: Options & { env: NodeJS.ProcessEnv }): ResultPromise<Options> {
+  return execa(process.execPath, [prunBin, ...args], { reject: false, extendEnv: false, ...options }) as ResultPromise<Options>;
+}
+
+export function writePlan(root: string, units: unknown[], name = 'plan.json'): string {
+  const path = join(root, name);
+  writeFileSync(path, JSON.stringify({ units }));
+  return path;
+}
+
+export interface LedgerLine {
+  id: string;
+  status: string;
+  exit_code: number | null;
+  state_dir: string | null;
+  note?: string;
+  retry_at?: string;
+  attempt?: number;
+}
+
+export function ledger(dir: string): LedgerLine[] {
+  return readFileSync(join(dir, 'ledger.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as LedgerLine);
+}
+
+export function latestStatus(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of ledger(dir)) out[line.id] = line.status;
+  return out;
+}
+
+export interface AgyCall {
+  kind: string;
+  argv: string[];
+  prompt: string | null;
+}
+
+/** fake-agy's worker invocations, with the unit id each one ran for. */
+export function workerCalls(logDir: string): Array<AgyCall & { unit: string | null }> {
+  let text = '';
+  try {
+    text = readFileSync(join(logDir, 'calls.jsonl'), 'utf8');
+  } catch {
+    return [];
+  }
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as AgyCall)
+    .filter((call) => call.kind === 'worker')
+    .map((call) => ({ ...call, unit: /UNIT-ID:(\w+)/.exec(call.prompt ?? '')?.[1] ?? null }));
+}
+
+/** Poll until `check` holds or the deadline passes (then throw with `what`). */
+export async function waitFor(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -66,7 +66,7 @@ export interface BinRun {
 }
 
 /** Run the built bin as a user would, with a small controlled environment. */
-export function runBin(args: readonly string[], options: SpawnSyncOptions & { env?: NodeJS.ProcessEnv } = {}): BinRun {
+export function runBin(args: readonly string[], options: SpawnSyncOptions = {}): BinRun {
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', NO_COLOR: '1', ...options.env };
   const result = spawnSync(process.execPath, [BIN, ...args], {
     timeout: 20_000,

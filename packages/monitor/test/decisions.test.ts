@@ -1,0 +1,257 @@
+import { EventEmitter } from 'node:events';
+import type { FSWatcher } from 'node:fs';
+import { describe, expect, it, vi } from 'vitest';
+import fc from 'fast-check';
+import {
+  GATHER_ENV,
+  MONITOR_ENV,
+  UsageError,
+  Waker,
+  classifyUnit,
+  decideEvent,
+  eventExitCode,
+  formatStatus,
+  initialMemory,
+  landingOf,
+  readSettings,
+  unitName,
+  type UnitFacts,
+  type UnitStatus,
+} from '../src/index.js';
+import { LiveView, isAgentCaller, liveViewWanted, parseArgs } from '../src/cli-common.js';
+
+const settings = { stallThresholdS: 10, stableWindowS: 5 };
+const T0 = 1_800_000_000_000;
+const never = (): never => {
+  throw new Error('liveness must not be asked');
+};
+
+function facts(partial: Partial<UnitFacts>): UnitFacts {
+  return { result: null, tail: null, ...partial };
+}
+
+describe('classifyUnit', () => {
+  it('a result quiet for the window is done, or failed(fallback) by its first line', () => {
+    const memory = initialMemory(T0);
+    const done = classifyUnit(memory, facts({ result: { size: 3, mtimeMs: T0 - 5000, firstLine: '# u result' } }), never, settings, T0);
+    expect(done.status).toEqual({ kind: 'done' });
+    const failed = classifyUnit(
+      memory,
+      facts({ result: { size: 3, mtimeMs: T0 - 5000, firstLine: '# u result (FALLBACK, Agy wrote no final result)' } }),
+      never,
+      settings,
+      T0,
+    );
+    expect(failed.status).toEqual({ kind: 'failed-fallback' });
+  });
+
+  it('a result younger than the window is finishing and wakes when the window passes', () => {
+    const outcome = classifyUnit(initialMemory(T0), facts({ result: { size: 3, mtimeMs: T0 - 4999, firstLine: '# u result' } }), never, settings, T0);
+    expect(outcome.status).toEqual({ kind: 'finishing' });
+    expect(outcome.wakeAtMs).toBe(T0 + 1);
+  });
+
+  it('a future mtime is finishing', () => {
+    const outcome = classifyUnit(initialMemory(T0), facts({ result: { size: 3, mtimeMs: T0 + 60_000, firstLine: '# u result' } }), never, settings, T0);
+    expect(outcome.status.kind).toBe('finishing');
+  });
+
+  it('never asks liveness for a unit with a result, however long it has been quiet', () => {
+    const probe = vi.fn(() => 'dead' as const);
+    const memory = { lastSize: 5, lastMtimeMs: T0 - 100_000, lastGrowthMs: T0 - 100_000 };
+    const outcome = classifyUnit(memory, facts({ result: { size: 3, mtimeMs: T0, firstLine: 'x' } }), probe, settings, T0);
+    expect(outcome.status.kind).toBe('finishing');
+    expect(probe).not.toHaveBeenCalled();
+  });
+
+  it('a missing tail counts as size 0: the first look is growth', () => {
+    const outcome = classifyUnit(initialMemory(T0 - 60_000), facts({}), never, settings, T0);
+    expect(outcome.status).toEqual({ kind: 'growing' });
+    expect(outcome.memory).toEqual({ lastSize: 0, lastMtimeMs: 0, lastGrowthMs: T0 });
+    expect(outcome.wakeAtMs).toBe(T0 + 10_000);
+  });
+
+  it('quiet below the threshold is growing, asks nothing, and wakes at the threshold', () => {
+    const memory = { lastSize: 4, lastMtimeMs: T0 - 20_000, lastGrowthMs: T0 - 9_999 };
+    const outcome = classifyUnit(memory, facts({ tail: { size: 4, mtimeMs: T0 - 20_000 } }), never, settings, T0);
+    expect(outcome.status).toEqual({ kind: 'growing' });
+    expect(outcome.wakeAtMs).toBe(T0 + 1);
+  });
+
+  it('quiet for the threshold asks liveness: alive or unknown stalls, dead fails', () => {
+    const memory = { lastSize: 4, lastMtimeMs: T0 - 20_000, lastGrowthMs: T0 - 12_500 };
+    const tail = facts({ tail: { size: 4, mtimeMs: T0 - 20_000 } });
+    expect(classifyUnit(memory, tail, () => 'alive', settings, T0).status).toEqual({ kind: 'stalled', seconds: 12 });
+    expect(classifyUnit(memory, tail, () => 'unknown', settings, T0).status).toEqual({ kind: 'stalled', seconds: 12 });
+    expect(classifyUnit(memory, tail, () => 'dead', settings, T0).status).toEqual({ kind: 'failed-dispatch-dead' });
+  });
+
+  it('growth is a larger size or a newer mtime; a shrunk tail with an old mtime is no growth', () => {
+    const memory = { lastSize: 10, lastMtimeMs: T0 - 1000, lastGrowthMs: T0 - 1000 };
+    expect(classifyUnit(memory, facts({ tail: { size: 10, mtimeMs: T0 - 500 } }), never, settings, T0).memory.lastGrowthMs).toBe(T0);
+    expect(classifyUnit(memory, facts({ tail: { size: 11, mtimeMs: T0 - 1000 } }), never, settings, T0).memory.lastGrowthMs).toBe(T0);
+    expect(classifyUnit(memory, facts({ tail: { size: 3, mtimeMs: T0 - 1000 } }), never, settings, T0).memory).toBe(memory);
+  });
+
+  it('property: stalled(N) always has N >= threshold, and no status is ever pending', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 100 }),
+        fc.integer({ min: 0, max: 200_000 }),
+        fc.option(fc.record({ size: fc.integer({ min: 0, max: 5 }), mtimeMs: fc.integer({ min: T0 - 200_000, max: T0 }) }), { nil: null }),
+        (threshold, quietMs, tail) => {
+          const memory = { lastSize: 2, lastMtimeMs: T0 - 100_000, lastGrowthMs: T0 - quietMs };
+          const outcome = classifyUnit(memory, facts({ tail }), () => 'alive', { stallThresholdS: threshold, stableWindowS: 0 }, T0);
+          if (outcome.status.kind === 'stalled') expect(outcome.status.seconds).toBeGreaterThanOrEqual(threshold);
+          expect(['growing', 'stalled']).toContain(outcome.status.kind);
+        },
+      ),
+    );
+  });
+});
+
+describe('decideEvent', () => {
+  const ctx = { nowMs: T0, startMs: T0, timeoutS: 60, operandsComplete: true };
+  const s = (kind: UnitStatus['kind']): UnitStatus => (kind === 'stalled' ? { kind, seconds: 1 } : ({ kind } as UnitStatus));
+
+  it('priority fail > stall > all-done > timeout', () => {
+    const late = { ...ctx, nowMs: T0 + 60_000 };
+    expect(decideEvent([s('stalled'), s('failed-dispatch-dead')], late)).toBe('fail');
+    expect(decideEvent([s('failed-fallback')], late)).toBe('fail');
+    expect(decideEvent([s('done'), s('stalled')], late)).toBe('stall');
+    expect(decideEvent([s('done'), s('done')], late)).toBe('all-done');
+    expect(decideEvent([s('done'), s('finishing')], late)).toBe('timeout');
+    expect(decideEvent([s('done'), s('growing')], ctx)).toBeNull();
+  });
+
+  it('all-done waits for the complete operand list; fail and stall do not', () => {
+    const open = { ...ctx, operandsComplete: false };
+    expect(decideEvent([s('done')], open)).toBeNull();
+    expect(decideEvent([s('done'), s('failed-fallback')], open)).toBe('fail');
+    expect(decideEvent([s('stalled')], open)).toBe('stall');
+    expect(decideEvent([], ctx)).toBeNull();
+  });
+
+  it('exit codes and status words', () => {
+    expect([eventExitCode('all-done'), eventExitCode('fail'), eventExitCode('stall'), eventExitCode('timeout')]).toEqual([0, 3, 3, 2]);
+    expect(
+      [s('done'), s('failed-fallback'), s('failed-dispatch-dead'), { kind: 'stalled', seconds: 7 } as const, s('growing'), s('finishing')].map(formatStatus),
+    ).toEqual(['done', 'failed(fallback)', 'failed(dispatch-dead)', 'stalled(7s)', 'growing', 'finishing']);
+  });
+});
+
+describe('small decisions', () => {
+  it('unitName is shell basename', () => {
+    expect(unitName('/tmp/x/prun-task-a/')).toBe('prun-task-a');
+    expect(unitName('u3//')).toBe('u3');
+    expect(unitName('u3')).toBe('u3');
+    expect(unitName('/')).toBe('/');
+  });
+
+  it('landingOf: a non-empty file quiet for the window lands; otherwise when it would', () => {
+    expect(landingOf(null, 0, T0)).toBeNull();
+    expect(landingOf({ size: 0, mtimeMs: T0 - 99_000 }, 0, T0)).toBeNull();
+    expect(landingOf({ size: 1, mtimeMs: T0 - 2000 }, 2, T0)).toBe('landed');
+    expect(landingOf({ size: 1, mtimeMs: T0 - 1000 }, 2, T0)).toBe(T0 + 1000);
+  });
+
+  it('settings: unset or empty is the default; digits only; the message names the variable', () => {
+    expect(readSettings({}, MONITOR_ENV)).toEqual({ stallThresholdS: 600, pollS: 15, timeoutS: 3600, stableWindowS: 10 });
+    expect(readSettings({ PRUN_GATHER_POLL: '', AGENT_CONFIG_GATHER_TIMEOUT: '07' }, GATHER_ENV)).toEqual({ timeoutS: 7, pollS: 5, stableWindowS: 10 });
+    for (const bad of ['abc', '-1', '1.5', '1e3', ' 1', '99999999999999999999']) {
+      expect(() => readSettings({ PRUN_MONITOR_POLL: bad }, MONITOR_ENV)).toThrow(UsageError);
+      expect(() => readSettings({ PRUN_MONITOR_POLL: bad }, MONITOR_ENV)).toThrow(/^PRUN_MONITOR_POLL /);
+    }
+  });
+
+  it('parseArgs: options before operands, -- ends them, - alone means stdin', () => {
+    expect(parseArgs(['--json', 'a', '--json'])).toMatchObject({ json: true, operands: ['a', '--json'] });
+    expect(parseArgs(['--', '--json'])).toMatchObject({ json: false, operands: ['--json'] });
+    expect(parseArgs(['-'])).toMatchObject({ stdin: true, operands: [] });
+    expect(() => parseArgs(['a', '-'])).toThrow(UsageError);
+    expect(() => parseArgs(['--nope'])).toThrow(/unknown option --nope/);
+  });
+
+  it('agent callers and non-TTYs get no live view', () => {
+    expect(liveViewWanted({}, true)).toBe(true);
+    expect(liveViewWanted({}, false)).toBe(false);
+    for (const name of ['AI_AGENT', 'CLAUDECODE', 'GEMINI_CLI', 'CODEX_SANDBOX']) {
+      expect(isAgentCaller({ [name]: '1' })).toBe(true);
+      expect(liveViewWanted({ [name]: '1' }, true)).toBe(false);
+    }
+    expect(isAgentCaller({ CLAUDECODE: '' })).toBe(false);
+  });
+
+  it('the live view rewrites its lines in place, coloured only when asked', () => {
+    let written = '';
+    const stream = { write: (text: string) => ((written += text), true) } as unknown as NodeJS.WritableStream;
+    const view = new LiveView(stream, false);
+    view.render([{ name: 'u1', status: 'growing' }, { name: 'u2', status: 'done' }]);
+    expect(written).toBe('u1 growing\nu2 done\n');
+    written = '';
+    view.render([{ name: 'u1', status: 'stalled(3s)' }, { name: 'u2', status: 'done' }]);
+    expect(written).toBe('\x1b[2F\x1b[Ju1 stalled(3s)\nu2 done\n');
+    written = '';
+    new LiveView(stream, true).render([{ name: 'u1', status: 'failed(fallback)' }]);
+    expect(written).toBe('u1 \x1b[31mfailed(fallback)\x1b[0m\n');
+  });
+});
+
+describe('Waker', () => {
+  it('falls back to its deadline timer when the system has no watches left (ENOSPC)', async () => {
+    const wake = vi.fn();
+    const noSpace = (): FSWatcher => {
+      throw Object.assign(new Error('no space'), { code: 'ENOSPC' });
+    };
+    const waker = new Waker(wake, { watch: noSpace });
+    waker.watchDir('/somewhere');
+    expect(waker.watchingDisabled).toBe(true);
+    expect(waker.watchedDirs).toEqual([]);
+    waker.wakeAt(Date.now() + 20);
+    await vi.waitFor(() => expect(wake).toHaveBeenCalledTimes(1));
+    waker.close();
+  });
+
+  it('a missing directory (ENOENT) is tried again later; a failing watcher is dropped', () => {
+    let attempts = 0;
+    const watchers: EventEmitter[] = [];
+    const flaky = (): FSWatcher => {
+      attempts += 1;
+      if (attempts === 1) throw Object.assign(new Error('gone'), { code: 'ENOENT' });
+      const watcher = Object.assign(new EventEmitter(), { close: vi.fn() });
+      watchers.push(watcher);
+      return watcher as unknown as FSWatcher;
+    };
+    const waker = new Waker(() => {}, { watch: flaky });
+    waker.watchDir('/later');
+    expect(waker.watchedDirs).toEqual([]);
+    expect(waker.watchingDisabled).toBe(false);
+    waker.watchDir('/later');
+    expect(waker.watchedDirs).toEqual(['/later']);
+    watchers[0]!.emit('error', new Error('boom'));
+    expect(waker.watchedDirs).toEqual([]);
+    waker.close();
+  });
+
+  it('wakes on relevant names only and coalesces bursts', async () => {
+    const wake = vi.fn();
+    let listener: ((event: string, name: string | null) => void) | undefined;
+    const capture = (_dir: string, l: (event: string, name: string | null) => void): FSWatcher => {
+      listener = l;
+      return Object.assign(new EventEmitter(), { close: () => {} }) as unknown as FSWatcher;
+    };
+    const waker = new Waker(wake, { watch: capture, coalesceMs: 5 });
+    waker.watchFile('/d/result.md');
+    listener!('change', 'other.md');
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(wake).not.toHaveBeenCalled();
+    listener!('rename', 'result.md');
+    listener!('change', 'result.md');
+    await vi.waitFor(() => expect(wake).toHaveBeenCalledTimes(1));
+    waker.watchDir('/d', new Set(['tail']));
+    listener!('change', 'tail');
+    listener!('change', 'result-file');
+    await vi.waitFor(() => expect(wake).toHaveBeenCalledTimes(2));
+    waker.close();
+  });
+});

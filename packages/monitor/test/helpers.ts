@@ -1,0 +1,154 @@
+import { spawn, spawnSync, type SpawnOptions } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { STATE_FILES } from '@prun/unit-state';
+
+export const packageRoot = fileURLToPath(new URL('..', import.meta.url));
+export const repoRoot = join(packageRoot, '..', '..');
+export const monitorBin = join(packageRoot, 'bin', 'prun-monitor.js');
+export const gatherBin = join(packageRoot, 'bin', 'prun-gather.js');
+
+/** A temp dir for one test, removed by the returned cleanup. */
+export function tempDir(): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'prun-monitor-test-'));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface StateDirOptions {
+  /** Result text; written to `<base>/<name>.result.md` (the entry is always written). */
+  result?: string;
+  /** Tail text; null writes no tail. */
+  tail?: string | null;
+  dispatchPid?: string;
+  /** Set the result's mtime 5 s in the past (the upstream fixture's default). */
+  backdate?: boolean;
+}
+
+/** The upstream fixture: `base/name/` with tail, result-file, optional result and dispatch-pid. */
+export function makeStateDir(base: string, name: string, options: StateDirOptions = {}): { dir: string; result: string } {
+  const dir = join(base, name);
+  mkdirSync(dir, { recursive: true });
+  const result = join(base, `${name}.result.md`);
+  if (options.tail !== null) writeFileSync(join(dir, STATE_FILES.tail), options.tail ?? 'x\n');
+  writeFileSync(join(dir, STATE_FILES.resultFile), `${result}\n`);
+  if (options.result !== undefined) {
+    writeFileSync(result, options.result);
+    if (options.backdate ?? true) setMtimeAgo(result, 5);
+  }
+  if (options.dispatchPid !== undefined) writeFileSync(join(dir, STATE_FILES.dispatchPid), `${options.dispatchPid}\n`);
+  return { dir, result };
+}
+
+export function setMtimeAgo(path: string, seconds: number): void {
+  const when = new Date(Date.now() - seconds * 1000);
+  utimesSync(path, when, when);
+}
+
+/** A pid that was alive a moment ago and has been reaped. */
+export function deadPid(): number {
+  const child = spawnSync(process.execPath, ['-e', '0']);
+  if (child.pid === undefined) throw new Error('could not start a child');
+  return child.pid;
+}
+
+/** Environment for a bin run: PATH only, plus the given settings (no agent variables). */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', ...extra };
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+export interface Running {
+  child: ReturnType<typeof spawn>;
+  /** Resolves when the first stdout line starting with `prefix` has arrived. */
+  lineStartingWith(prefix: string, timeoutMs?: number): Promise<string>;
+  result: Promise<RunResult>;
+  stdout(): string;
+}
+
+/** Start a bin with a controlled environment; stdin stays open unless `input` is given. */
+export function start(bin: string, args: string[], env: NodeJS.ProcessEnv, options: SpawnOptions & { input?: string } = {}): Running {
+  const begin = Date.now();
+  const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'], ...options });
+  let stdout = '';
+  let stderr = '';
+  const waiters: Array<() => void> = [];
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    for (const waiter of waiters.splice(0)) waiter();
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  child.stdin!.on('error', () => {});
+  if (options.input !== undefined) child.stdin!.end(options.input);
+  const result = new Promise<RunResult>((resolve) => {
+    child.on('close', (code) => {
+      for (const waiter of waiters.splice(0)) waiter();
+      resolve({ code, stdout, stderr, ms: Date.now() - begin });
+    });
+  });
+  let exited = false;
+  void result.then(() => {
+    exited = true;
+  });
+  return {
+    child,
+    result,
+    stdout: () => stdout,
+    lineStartingWith(prefix, timeoutMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no line starting with ${prefix}; stdout: ${stdout}`)), timeoutMs);
+        const check = (): void => {
+          const line = stdout.split('\n').find((l) => l.startsWith(prefix));
+          if (line !== undefined) {
+            clearTimeout(timer);
+            resolve(line);
+          } else if (exited) {
+            clearTimeout(timer);
+            reject(new Error(`exited without a line starting with ${prefix}; stdout: ${stdout}`));
+          } else waiters.push(check);
+        };
+        check();
+      });
+    },
+  };
+}
+
+/** Run a bin to completion (stdin closed, or fed `input`). */
+export function run(bin: string, args: string[], env: NodeJS.ProcessEnv, options: SpawnOptions & { input?: string } = {}): Promise<RunResult> {
+  return start(bin, args, env, { input: '', ...options }).result;
+}
+
+/** Monitor with the upstream fixture's settings: threshold 1, poll 1, timeout 8, window 0. */
+export function monitorEnv(overrides: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return cleanEnv({
+    PRUN_STALL_THRESHOLD: '1',
+    PRUN_MONITOR_POLL: '1',
+    PRUN_MONITOR_TIMEOUT: '8',
+    PRUN_MONITOR_STABLE_WINDOW: '0',
+    ...overrides,
+  });
+}
+
+/** Gather with the upstream fixture's settings: timeout 6, poll 1, window 0. */
+export function gatherEnv(overrides: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return cleanEnv({
+    AGENT_CONFIG_GATHER_TIMEOUT: '6',
+    PRUN_GATHER_POLL: '1',
+    PRUN_GATHER_STABLE_WINDOW: '0',
+    ...overrides,
+  });
+}
+
+/** Make a temp tree readable by another user (for the EPERM test run under uid 65534). */
+export function openUp(...paths: string[]): void {
+  for (const path of paths) chmodSync(path, 0o755);
+}

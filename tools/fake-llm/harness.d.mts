@@ -47,6 +47,8 @@ export declare const PI_BIN: string;
 export declare const PROVIDER: string;
 /** "fake/fake-model" */
 export declare const MODEL: string;
+/** <repo>/tools/pi/node_modules/.cache/node-compile-cache */
+export declare const SHARED_COMPILE_CACHE: string;
 
 export interface PiEnvOptions {
   /** Port of a running fake server. */
@@ -55,15 +57,20 @@ export interface PiEnvOptions {
   root: string;
   /** pi's retry base delay written to settings.json (pi's own default is 2000). Default 100. */
   retryBaseDelayMs?: number;
+  /**
+   * NODE_COMPILE_CACHE for pi; default SHARED_COMPILE_CACHE (under tools/pi/node_modules),
+   * so starts after the first skip compiling pi. null: leave it to pi (TMPDIR).
+   */
+  compileCacheDir?: string | null;
   /** Added last, overriding everything else in `env`. */
   extraEnv?: Record<string, string>;
 }
 
 export interface PiEnv {
   /**
-   * A full environment: the caller's, less every MULTI_AGENT_*, PI_*, HERDR_* and XDG_*
+   * A full environment: the caller's, less NODE_OPTIONS and every MULTI_AGENT_*, PI_*, HERDR_*, XDG_*
    * variable, plus MULTI_AGENT_PI_BIN, PI_CODING_AGENT_DIR, XDG_STATE_HOME, TMPDIR, HOME,
-   * PI_OFFLINE=1, PI_TELEMETRY=0, NO_COLOR=1, PATH.
+   * PI_OFFLINE=1, PI_TELEMETRY=0, NO_COLOR=1, PATH, NODE_COMPILE_CACHE (see compileCacheDir).
    */
   env: Record<string, string>;
   /** <root>/agent: PI_CODING_AGENT_DIR with models.json and settings.json. */

@@ -13,10 +13,16 @@ export const REPO_ROOT = resolve(here, '..', '..');
 export const PI_BIN = join(REPO_ROOT, 'tools', 'pi', 'pi');
 export const PROVIDER = 'fake';
 export const MODEL = 'fake/fake-model';
+// pi enables Node's compile cache, by default under TMPDIR. A fresh TMPDIR per test would
+// recompile the 10 MB bundle on every start (about 0.3 s of CPU each); one shared cache
+// beside the install avoids that. Node checksums cache entries, so parallel writers are safe.
+export const SHARED_COMPILE_CACHE = join(REPO_ROOT, 'tools', 'pi', 'node_modules', '.cache', 'node-compile-cache');
 
 // Caller variables that would leak the developer's own pi, model choice or job nesting
 // into a test; the runner contract reads every one of these.
 const DROPPED_PREFIXES = ['MULTI_AGENT_', 'PI_', 'HERDR_', 'XDG_'];
+// Node flags meant for the caller (a test runner's loaders, say) must not reach pi's Node 22.
+const DROPPED_NAMES = new Set(['NODE_OPTIONS']);
 
 function writeJson(file, value) {
   writeFileSync(file, `${JSON.stringify(value, null, 2)}\n`);
@@ -26,7 +32,7 @@ function writeJson(file, value) {
  * Lays out an isolated pi world under `root` (which must exist) that talks to the fake
  * server on `port`, and returns the environment to run `prun-job` (or pi) with.
  */
-export function makePiEnv({ port, root, retryBaseDelayMs = 100, extraEnv = {} }) {
+export function makePiEnv({ port, root, retryBaseDelayMs = 100, compileCacheDir = SHARED_COMPILE_CACHE, extraEnv = {} }) {
   if (!Number.isInteger(port) || port <= 0) throw new TypeError(`makePiEnv: port must be a positive integer, got ${port}`);
   if (typeof root !== 'string' || root === '') throw new TypeError('makePiEnv: root must be a directory path');
   const agentDir = join(root, 'agent');
@@ -68,7 +74,7 @@ export function makePiEnv({ port, root, retryBaseDelayMs = 100, extraEnv = {} })
 
   const env = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined || DROPPED_PREFIXES.some((prefix) => key.startsWith(prefix))) continue;
+    if (value === undefined || DROPPED_NAMES.has(key) || DROPPED_PREFIXES.some((prefix) => key.startsWith(prefix))) continue;
     env[key] = value;
   }
   Object.assign(env, {
@@ -81,6 +87,7 @@ export function makePiEnv({ port, root, retryBaseDelayMs = 100, extraEnv = {} })
     PI_TELEMETRY: '0',
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     NO_COLOR: '1',
+    ...(compileCacheDir ? { NODE_COMPILE_CACHE: compileCacheDir } : {}),
     ...extraEnv,
   });
   return { env, agentDir, stateHome, tmpDir, home, cwd };

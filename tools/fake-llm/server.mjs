@@ -99,11 +99,15 @@ export function startFakeLlm(opts = {}) {
   const pause = (ms, res) =>
     new Promise((resolve) => {
       if (ms <= 0) return resolve();
-      const timer = setTimeout(resolve, ms);
-      res.once('close', () => {
+      const onClose = () => {
         clearTimeout(timer);
         resolve();
-      });
+      };
+      const timer = setTimeout(() => {
+        res.off('close', onClose);
+        resolve();
+      }, ms);
+      res.once('close', onClose);
     });
 
   async function completions(req, res, raw) {

@@ -60,6 +60,11 @@ function packageVersion(): string {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // Last line of defence: whatever escapes the dispatcher's own handling is one line, not a trace.
+  process.on('uncaughtException', (error) => {
+    process.stderr.write(`dispatch-task-agy: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(70);
+  });
   process.exitCode = await dispatch(argv, {
     env: process.env,
     stdout: (text) => process.stdout.write(text),

@@ -18,7 +18,15 @@ import {
   quotaNoteLineFor,
   resolveAgainstListing,
 } from '@prun/model-resolve';
-import { QUOTA_EXHAUSTED_EXIT, gateEnabled, loadPoolStatesForDispatch, recheckAfterFallback, refresh, route, snapshotLocation } from '@prun/quota';
+import {
+  QUOTA_EXHAUSTED_EXIT,
+  loadPoolStatesForDispatch,
+  recheckAfterFallback,
+  refresh,
+  route,
+  routeNeedsSnapshot,
+  snapshotLocation,
+} from '@prun/quota';
 import {
   STATE_FILES,
   formatStateDirLine,
@@ -297,7 +305,7 @@ function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv): Unit | 
 
 async function loadStatesIfNeeded(model: string, env: NodeJS.ProcessEnv): Promise<Awaited<ReturnType<typeof loadPoolStatesForDispatch>>> {
   // The snapshot (and any refresh it triggers) is skipped entirely when routing cannot use it.
-  if (!gateEnabled(env) || modelPool(model) === null) return null;
+  if (!routeNeedsSnapshot(model, env)) return null;
   return loadPoolStatesForDispatch({ env });
 }
 
@@ -414,9 +422,16 @@ function runWorker(
   const config = run.unit!.config;
   const tailFd = openSync(run.statePath(STATE_FILES.tail), 'w');
   const stderrFd = openSync(run.statePath(STATE_FILES.tailStderr), 'w');
+  let capturesOpen = true;
   const closeCaptures = (): void => {
+    if (!capturesOpen) return;
+    capturesOpen = false;
     closeSync(tailFd);
     closeSync(stderrFd);
+  };
+  // A late event (a stdin error after the worker is gone) must not write to a closed fd.
+  const capture = (fd: number, data: Buffer | string): void => {
+    if (capturesOpen) writeSync(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
   };
   return new Promise((resolve, reject) => {
     let child: ChildProcess;
@@ -455,7 +470,7 @@ function runWorker(
         openStreams -= 1;
         return;
       }
-      stream.on('data', (chunk: Buffer) => writeSync(fd, chunk));
+      stream.on('data', (chunk: Buffer) => capture(fd, chunk));
       let counted = false;
       const done = (): void => {
         if (counted) return;
@@ -495,7 +510,7 @@ function runWorker(
     stdin.on('error', (error) => {
       if (stdinFailed) return;
       stdinFailed = true;
-      writeSync(stderrFd, `stdin failure: ${errorText(error)}\n`);
+      capture(stderrFd, `stdin failure: ${errorText(error)}\n`);
     });
     stdin.end(payload, 'utf8');
   });

@@ -58,6 +58,9 @@ describe('prun-env-scrub -- COMMAND', () => {
     for (const name of ['GEMINI_API_KEY', 'my_token', 'SSH_AUTH_SOCK', 'AWS_REGION']) expect(names).not.toContain(name);
     expect(names).toEqual(expect.arrayContaining(['ANTIGRAVITY_API_KEY', 'HARMLESS', 'GH_TOKEN', 'PRUN_KEEP_ENV', 'PATH']));
     expect(result.stdout).toContain('ANTIGRAVITY_API_KEY=value-agy-kept');
+    for (const name of ['GEMINI_API_KEY', 'my_token', 'SSH_AUTH_SOCK', 'AWS_REGION'] as const) {
+      expect(result.stdout).not.toContain(SECRETS[name]);
+    }
     expect(result.stderr).toBe('');
   });
 

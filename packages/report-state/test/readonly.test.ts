@@ -25,7 +25,7 @@ async function unixSocket(path: string): Promise<void> {
   });
 }
 
-const raw = (...parts: (string | number[])[]): Buffer =>
+const raw = (...parts: (string | Buffer | number[])[]): Buffer =>
   Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : Buffer.from(p))));
 
 /** Every kind of entry that could trip a careless reader, under one root. */

@@ -47,13 +47,16 @@ export function pyStrip(value: string): string {
   return value.slice(start, end);
 }
 
+// Python str.splitlines() boundaries.
+const LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
+
 /**
  * §8.1 step 5: the first whitespace-separated token of every non-blank stdout line, in
- * listing order. Lines end at `\n`, `\r\n` or `\r`.
+ * listing order. Lines and tokens split as Python's `splitlines()` and `split()` do.
  */
 export function parseListing(text: string): string[] {
   const slugs: string[] = [];
-  for (const line of text.split(/\r\n|\r|\n/)) {
+  for (const line of text.split(LINE_BREAK)) {
     let start = 0;
     while (start < line.length && isPyWhitespace(line[start])) start += 1;
     if (start === line.length) continue;

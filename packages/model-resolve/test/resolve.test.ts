@@ -82,6 +82,8 @@ describe('parseListing (§8.1 step 5)', () => {
   it('splits tokens on Python whitespace', () => {
     expect(parseListing('a\x1fb\nc\u3000d\n\x85\n')).toEqual(['a', 'c']);
     expect(parseListing('')).toEqual([]);
+    // Form feed and U+2028 end a line for Python's splitlines(), so each starts a new slug.
+    expect(parseListing('a b\x0cc d\u2028e\x1ff')).toEqual(['a', 'c', 'e']);
   });
 });
 

@@ -215,6 +215,14 @@ const cases = {
     check(settled.aborted === false, 'an error run settled as aborted');
     return from;
   },
+  async sleep() {
+    const pi = await sharedPi();
+    const started = Date.now();
+    const from = await run(pi, 'patience [[sleep:800]]');
+    check(Date.now() - started >= 800, 'the [[sleep:800]] reply came early');
+    check(textOf(lastAssistant(pi, from)) === 'ECHO: patience [[sleep:800]]', 'no echo after the sleep');
+    return from;
+  },
   async steer() {
     const pi = await sharedPi();
     const from = pi.events.length;

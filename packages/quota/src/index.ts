@@ -57,3 +57,16 @@ export { formatPercent, formatFixed0, roundHalfEven } from './percent.js';
 export { parseIsoInstant } from './iso-time.js';
 export { parseJsonLenient, pythonJsonDumps } from './json.js';
 export { readJsonFile, fileAgeSeconds, writeFileAtomic } from './files.js';
+export {
+  type Readout,
+  type ReadoutStatus,
+  type ReadoutOptions,
+  type GroupReadout,
+  type WindowReading,
+  buildReadout,
+  formatReadout,
+  backgroundRefreshDue,
+  cellText,
+  resetText,
+  ageText,
+} from './readout.js';

@@ -1,7 +1,6 @@
 import { constants as fsConstants } from 'node:fs';
 import { access, mkdir, open, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { execa } from 'execa';
 import { z } from 'zod';
 import { fileAgeSeconds, writeFileAtomic } from './files.js';
 import { parseJsonLenient, pythonFloat, pythonJsonDumps } from './json.js';
@@ -139,6 +138,8 @@ export async function findAgyForRefresh(env: Env, cwd: string = process.cwd()): 
 }
 
 export const runUsageQuery: UsageRunner = async (query) => {
+  // Loaded on first use: most calls (route, readout, a skipped refresh) never start agy.
+  const { execa } = await import('execa');
   const result = await execa(query.file, [...query.args], {
     cwd: query.cwd,
     env: { ...query.env },

@@ -1,15 +1,16 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach } from 'vitest';
+import { afterAll } from 'vitest';
 
 const made: string[] = [];
 
-afterEach(() => {
+// afterAll, not afterEach: concurrent tests in one file would remove each other's directories.
+afterAll(() => {
   for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A temp dir removed after the current test. */
+/** A temp dir removed when the test file finishes. */
 export function tempDir(prefix = 'prun-quota-'): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
   made.push(dir);

@@ -89,8 +89,11 @@ export function start(bin: string, args: string[], env: NodeJS.ProcessEnv, optio
   });
   child.stdin!.on('error', () => {});
   if (options.input !== undefined) child.stdin!.end(options.input);
+  // A bin that never ends must not outlive the test run.
+  const killer = setTimeout(() => child.kill('SIGKILL'), 40_000);
   const result = new Promise<RunResult>((resolve) => {
     child.on('close', (code) => {
+      clearTimeout(killer);
       for (const waiter of waiters.splice(0)) waiter();
       resolve({ code, stdout, stderr, ms: Date.now() - begin });
     });

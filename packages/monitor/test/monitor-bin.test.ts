@@ -371,19 +371,25 @@ describe.concurrent('prun-monitor: event-driven', () => {
   it('the stall clock works with no file events and a 30 s poll', async () => {
     const b = base();
     const u1 = makeStateDir(b, 'u1', { tail: 'frozen\n' });
-    const r = await run(monitorBin, [u1.dir], monitorEnv({ PRUN_MONITOR_POLL: '30' }));
+    const m = start(monitorBin, [u1.dir], monitorEnv({ PRUN_MONITOR_POLL: '30' }));
+    await m.lineStartingWith('MONITOR-START');
+    const started = Date.now();
+    const r = await m.result;
     expect(r.code).toBe(3);
     expect(r.stdout).toContain('UNIT u1 stalled(1s)');
-    expect(r.ms).toBeLessThan(2500);
+    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it('the timeout works with no file events and a 30 s poll', async () => {
     const b = base();
     const u1 = makeStateDir(b, 'u1', { tail: 'frozen\n' });
-    const r = await run(monitorBin, [u1.dir], monitorEnv({ PRUN_MONITOR_POLL: '30', PRUN_STALL_THRESHOLD: '600', PRUN_MONITOR_TIMEOUT: '1' }));
+    const m = start(monitorBin, [u1.dir], monitorEnv({ PRUN_MONITOR_POLL: '30', PRUN_STALL_THRESHOLD: '600', PRUN_MONITOR_TIMEOUT: '1' }));
+    await m.lineStartingWith('MONITOR-START');
+    const started = Date.now();
+    const r = await m.result;
     expect(r.code).toBe(2);
     expect(r.stdout).toContain('MONITOR-EVENT timeout');
-    expect(r.ms).toBeLessThan(2500);
+    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it('a state directory that does not exist yet is picked up by polling', async () => {

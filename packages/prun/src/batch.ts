@@ -3,6 +3,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, renameSync } f
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { constants as osConstants } from 'node:os';
+import { classifyUnit, initialMemory, observeUnit, probeDispatch, type UnitMemory } from '@prun/monitor';
 import { publishAtomic, renderFallback } from '@prun/unit-state';
 import { throwawayClone, CloneError } from './clone.js';
 import { appendLedger, readLedger, type LedgerEntry, type UnitStatus } from './ledger.js';
@@ -16,7 +17,6 @@ import {
   isRunning,
   readResultHead,
   stateDirFromLog,
-  tailFacts,
 } from './units.js';
 
 /** The files and folders of a batch directory. */
@@ -55,7 +55,7 @@ export interface BatchSettings {
   /** How long to wait when a refusal names no reset time. */
   quotaWaitMs: number;
   /** No tail growth for this long reports a stall. */
-  stallMs: number;
+  stallSeconds: number;
   env: NodeJS.ProcessEnv;
   /** Progress lines (only on a TTY); messages such as stalls and failures always go to `message`. */
   progress: (line: string) => void;
@@ -139,9 +139,8 @@ function baseEntry(paths: BatchPaths, unit: ResolvedUnit, status: UnitStatus): L
 interface Live {
   child: ChildProcess | null;
   pid: number;
-  lastSize: number;
-  lastMtime: number;
-  lastGrowth: number;
+  /** The monitor library's memory of this unit's tail growth. */
+  memory: UnitMemory;
   stallReported: boolean;
 }
 
@@ -201,7 +200,7 @@ export class BatchRun {
         const stateDir = entry.state_dir ?? stateDirFromLog(this.paths.stdoutLog(unit.id));
         const pid = entry.dispatcher_pid;
         if (pid !== undefined && isDispatcherProcess(pid)) {
-          this.live.set(unit.id, { child: null, pid, lastSize: -1, lastMtime: 0, lastGrowth: Date.now(), stallReported: false });
+          this.live.set(unit.id, { child: null, pid, memory: initialMemory(Date.now()), stallReported: false });
           this.record(unit.id, { state_dir: stateDir, dispatcher_pid: pid, note: 'adopted a dispatch still running from an earlier batch process' });
           continue;
         }
@@ -323,7 +322,7 @@ export class BatchRun {
       this.failWithoutRun(id, 'could not start the dispatcher');
       return;
     }
-    this.live.set(id, { child, pid, lastSize: -1, lastMtime: 0, lastGrowth: Date.now(), stallReported: false });
+    this.live.set(id, { child, pid, memory: initialMemory(Date.now()), stallReported: false });
     this.record(id, {
       status: 'running',
       mode,
@@ -378,17 +377,21 @@ export class BatchRun {
       }
       const stateDir = this.latest.get(id)!.state_dir;
       if (!stateDir) continue;
-      const tail = tailFacts(stateDir);
-      if (tail.size > live.lastSize || tail.mtimeMs > live.lastMtime) {
-        live.lastSize = tail.size;
-        live.lastMtime = tail.mtimeMs;
-        live.lastGrowth = now;
+      // The monitor's own rules: a stall is a tail that has not grown for the threshold while
+      // no result is present. prun reports it and keeps waiting; the dispatcher's deadline
+      // bounds the worker. The end of a unit is its dispatcher's exit, not the monitor's view.
+      const facts = observeUnit(stateDir, this.paths.dir);
+      const seen = classifyUnit(live.memory, facts, () => probeDispatch(stateDir), { stallThresholdS: this.settings.stallSeconds, stableWindowS: 0 }, now);
+      live.memory = seen.memory;
+      if (seen.status.kind === 'stalled') {
+        if (!live.stallReported) {
+          live.stallReported = true;
+          this.stalled.add(id);
+          this.settings.message(`unit ${id} stalled: no output for ${seen.status.seconds}s (state dir ${stateDir})`);
+        }
+      } else if (seen.status.kind === 'growing' && live.memory.lastGrowthMs === now) {
         live.stallReported = false;
         this.stalled.delete(id);
-      } else if (!live.stallReported && now - live.lastGrowth >= this.settings.stallMs) {
-        live.stallReported = true;
-        this.stalled.add(id);
-        this.settings.message(`unit ${id} stalled: no output for ${Math.round((now - live.lastGrowth) / 1000)}s (state dir ${stateDir})`);
       }
     }
   }

@@ -127,7 +127,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
     process.stdout.write(`Usage: prun ${OWN_COMMANDS[0].usage}\n\n${EXIT_CODES}\n`);
     return 0;
   }
-  const stallMs = envSeconds(env, 'PRUN_STALL_THRESHOLD', 600) * 1000;
+  const stallSeconds = envSeconds(env, 'PRUN_STALL_THRESHOLD', 600);
   const showProgress = process.stderr.isTTY === true && !isAgentCaller(env);
   let paths;
   if (args.plan !== undefined) {
@@ -140,7 +140,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
     jobs: args.jobs,
     quotaWait: args.quotaWait,
     quotaWaitMs: args.quotaWaitMs,
-    stallMs,
+    stallSeconds,
     env,
     progress: (line) => {
       if (showProgress) process.stderr.write(`${NAME}: ${line}\n`);

@@ -1,8 +1,11 @@
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { statRegularFile } from '@prun/monitor';
+import { STATE_FILES } from '@prun/unit-state';
 import { batchPaths, BatchError } from './batch.js';
 import { readLedger, type LedgerEntry } from './ledger.js';
 import { loadPlan, PlanError } from './plan.js';
-import { fallbackReason, isDispatcherProcess, readResultHead, tailFacts } from './units.js';
+import { fallbackReason, isDispatcherProcess, readResultHead } from './units.js';
 
 export interface UnitStatusRow {
   id: string;
@@ -44,7 +47,7 @@ export function batchStatus(dir: string): UnitStatusRow[] {
       result: head === null ? 'missing' : fallback ? 'fallback' : 'present',
       reason: summary && fallback ? fallbackReason(summary) : null,
       dispatcher_alive: entry?.status === 'running' && entry.dispatcher_pid !== undefined && isDispatcherProcess(entry.dispatcher_pid),
-      tail_bytes: entry?.state_dir ? tailFacts(entry.state_dir).size : null,
+      tail_bytes: entry?.state_dir ? (statRegularFile(join(entry.state_dir, STATE_FILES.tail))?.size ?? 0) : null,
       result_file: entry?.result_file ?? paths.result(id),
       state_dir: entry?.state_dir ?? null,
       note: entry?.note ?? null,

@@ -1,5 +1,4 @@
 import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { STATE_DIR_LINE_PREFIX, STATE_FILES, isProcessAlive, parseResultSummary, readStateEntry, type ResultSummary } from '@prun/unit-state';
 
 /** The head of a result file (enough for its header and contract lines), or null if absent/empty. */
@@ -67,21 +66,6 @@ export function isDispatcherProcess(pid: number): boolean {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dispatch');
   } catch {
     return true;
-  }
-}
-
-export interface TailFacts {
-  size: number;
-  mtimeMs: number;
-}
-
-/** Size and mtime of a unit's tail; a missing tail counts as empty. */
-export function tailFacts(stateDir: string): TailFacts {
-  try {
-    const stats = statSync(join(stateDir, STATE_FILES.tail));
-    return { size: stats.size, mtimeMs: stats.mtimeMs };
-  } catch {
-    return { size: 0, mtimeMs: 0 };
   }
 }
 

@@ -177,4 +177,15 @@ describe('prun batch', () => {
     expect(resumed.exitCode).toBe(0);
     expect(latestStatus(dir)).toEqual({ q1: 'done' });
   }, 60_000);
+
+  it('reports a stalled unit through the monitor rules and records the deadline failure', async () => {
+    box = sandbox({ PRUN_STALL_THRESHOLD: '1', ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: '2', PRUN_AGY_KILL_GRACE_SECONDS: '1' });
+    const plan = writePlan(box.root, [unit('st', {}, '[[agy HANG=1]]')]);
+    const dir = join(box.root, 'batch');
+    const run = await prun(['batch', plan, '--dir', dir, '--json'], { env: box.env, cwd: box.root });
+    expect(run.exitCode).toBe(1);
+    expect(String(run.stderr)).toMatch(/^prun: unit st stalled: no output for \d+s \(state dir .*prun-task-/m);
+    const summary = JSON.parse(String(run.stdout)) as { units: Array<{ id: string; status: string; exit_code: number; stalled: boolean }> };
+    expect(summary.units[0]).toMatchObject({ id: 'st', status: 'failed', exit_code: 124, stalled: true });
+  }, 60_000);
 });

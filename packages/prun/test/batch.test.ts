@@ -30,7 +30,7 @@ describe('prun batch', () => {
     box = sandbox();
     const quota = join(box.root, 'quota.json');
     geminiExhaustedUntil(quota, new Date(Date.now() + 3000));
-    const env = { ...box.env, AGY_QUOTA_CACHE: quota };
+    const env: NodeJS.ProcessEnv = { ...box.env, AGY_QUOTA_CACHE: quota };
     delete env.PRUN_AGY_QUOTA_GATE;
     const plan = writePlan(box.root, [
       unit('u01'),
@@ -162,7 +162,7 @@ describe('prun batch', () => {
     const quota = join(box.root, 'quota.json');
     const resetAt = new Date(Date.now() + 2500);
     geminiExhaustedUntil(quota, resetAt);
-    const env = { ...box.env, AGY_QUOTA_CACHE: quota };
+    const env: NodeJS.ProcessEnv = { ...box.env, AGY_QUOTA_CACHE: quota };
     delete env.PRUN_AGY_QUOTA_GATE;
     const plan = writePlan(box.root, [{ id: 'q1', prompt: 'UNIT-ID:q1 default model' }]);
     const dir = join(box.root, 'batch');

@@ -15,11 +15,6 @@ export function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
   }
 }
 
-/** Whether any process of the group led by `pid` is still alive. */
-export function groupAlive(pid: number): boolean {
-  return signalGroup(pid, 0);
-}
-
 export function signalNumber(signal: NodeJS.Signals): number {
   return constants.signals[signal] ?? 0;
 }
@@ -58,20 +53,20 @@ export function runCaptured(
     child.stderr?.on('data', (chunk: Buffer) => err.push(chunk));
     let timedOut = false;
     let launchError: string | null = null;
-    const timer = setTimeout(() => {
+    const timer = timerAfter(options.timeoutMs, () => {
       timedOut = true;
       if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
-    }, options.timeoutMs);
+    });
     child.on('error', (error) => {
       launchError = errorText(error);
       if (child.pid === undefined) {
-        clearTimeout(timer);
+        if (timer !== null) clearTimeout(timer);
         options.onStart?.(null);
         resolve({ stdout: '', stderr: '', code: null, signal: null, timedOut: false, launchError });
       }
     });
     child.on('close', (code, signal) => {
-      clearTimeout(timer);
+      if (timer !== null) clearTimeout(timer);
       options.onStart?.(null);
       // Anything the command left behind in its group goes with it.
       if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
@@ -85,6 +80,14 @@ export function runCaptured(
       });
     });
   });
+}
+
+// setTimeout fires at once for delays past 2^31-1 ms; a delay that long (24.8 days) is "never".
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** setTimeout that treats an overlong delay as no timer at all. */
+export function timerAfter(ms: number, fn: () => void): NodeJS.Timeout | null {
+  return ms > MAX_TIMER_MS ? null : setTimeout(fn, Math.max(0, ms));
 }
 
 export function errorText(error: unknown): string {

@@ -48,7 +48,7 @@ import {
   stdinPayload,
   type WorkerEnd,
 } from './decide.js';
-import { errorText, groupAlive, runCaptured, signalGroup, signalNumber, type CapturedRun } from './process.js';
+import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
 import { parsePositiveSeconds } from './pyparse.js';
 import { UsageError, validate, type DispatchConfig } from './validate.js';
 
@@ -141,7 +141,7 @@ class Dispatch {
     signalGroup(pid, signal);
     if (this.killTimer === null) {
       const graceMs = (this.unit?.config.signalGraceSeconds ?? 5) * 1000;
-      this.killTimer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
+      this.killTimer = timerAfter(graceMs, () => signalGroup(pid, 'SIGKILL'));
     }
   }
 
@@ -461,7 +461,7 @@ function runWorker(
     const finish = (): void => {
       if (exit === null || openStreams > 0) return;
       if (drainTimer !== null) clearTimeout(drainTimer);
-      clearTimeout(deadline);
+      if (deadline !== null) clearTimeout(deadline);
       closeCaptures();
       resolve({ end: workerEnd(run, exit, stdinFailed, config) });
     };
@@ -485,13 +485,10 @@ function runWorker(
     pump(child.stdout, tailFd);
     pump(child.stderr, stderrFd);
 
-    const deadline = setTimeout(
-      () => {
-        run.deadlineHit = true;
-        run.stopWorker('SIGTERM');
-      },
-      (config.timeoutSeconds + config.killGraceSeconds) * 1000,
-    );
+    const deadline = timerAfter((config.timeoutSeconds + config.killGraceSeconds) * 1000, () => {
+      run.deadlineHit = true;
+      run.stopWorker('SIGTERM');
+    });
 
     child.on('exit', (code, signal) => {
       exit = { code, signal };

@@ -185,7 +185,7 @@ function writeJob(jobDir: string, job: JobRecord): void {
 /**
  * Reset the job's files for a new run and start its detached runner, handing it the lock
  * descriptor (fd 3) so the lock stays held with no gap, and in the foreground the read end of a
- * pipe (fd 4) whose end of file, when this process ends for any reason, stops the run.
+ * pipe (its stdin) whose end of file, when this process ends for any reason, stops the run.
  */
 function startRunner(
   jobDir: string,
@@ -210,7 +210,9 @@ function startRunner(
   // The lock is held, so a leftover socket belongs to a runner that is gone.
   removeFile(socketPath(jobDir));
   const argv = [BIN_SHIM, '__runner', jobDir, '3'];
-  if (!background) argv.push('4');
+  // The caller pipe is the runner's stdin: Node half-closes the parent's end of any other extra
+  // pipe at once, which the runner would read as the caller's end.
+  if (!background) argv.push('0');
   let child: ChildProcess;
   try {
     child = spawn(process.execPath, argv, {
@@ -219,7 +221,7 @@ function startRunner(
       // Its own session, so the caller's terminal and process group never signal it.
       detached: true,
       // No handle on the caller's stdout or stderr, so whoever runs this command never waits for the runner.
-      stdio: background ? ['ignore', 'ignore', 'ignore', lockFd] : ['ignore', 'ignore', 'ignore', lockFd, 'pipe'],
+      stdio: [background ? 'ignore' : 'pipe', 'ignore', 'ignore', lockFd],
     });
   } catch (error) {
     const message = `could not start the runner: ${error instanceof Error ? error.message : String(error)}`;
@@ -274,7 +276,7 @@ async function startRun(
  * result; a second signal ends this process at once.
  */
 async function followRunner(ctx: Context, jobDir: string, child: ChildProcess): Promise<number> {
-  const callerPipe = child.stdio[4];
+  const callerPipe = child.stdin;
   const onSignal = (): void => {
     callerPipe?.destroy();
     for (const signal of STOP_SIGNALS) process.removeListener(signal, onSignal);

@@ -17,9 +17,9 @@ import type { Timings } from './timing.js';
 const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT'];
 /** Removed from the agent's environment so the herdr extension inside it does not report for the caller's pane. */
 const REMOVED_ENV = ['HERDR_ENV', 'HERDR_PANE_ID', 'HERDR_SOCKET_PATH'];
-// pi must not inherit the lock (fd 3) or the caller's pipe (fd 4): Node cannot mark inherited
-// descriptors close-on-exec, so a one-line shell closes them and then becomes pi.
-const EXEC_WITHOUT_RUNNER_FDS = 'exec 3<&- 4<&-; exec "$@"';
+// pi must not inherit the lock (fd 3): Node cannot mark an inherited descriptor close-on-exec,
+// so a one-line shell closes it and then becomes pi.
+const EXEC_WITHOUT_RUNNER_FDS = 'exec 3<&-; exec "$@"';
 
 export function childEnv(jobDir: string, job: JobRecord, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = { ...env };

@@ -1,0 +1,159 @@
+// The bin without a real pi: usage, errors, profiles, failing pi start-up, and the lock contract.
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fields, makeWorld, until, type World } from './helpers.js';
+
+let world: World | undefined;
+afterEach(async () => {
+  await world?.cleanup();
+  world = undefined;
+});
+
+function fresh(extra: Record<string, string> = {}): World {
+  world = makeWorld(0, extra);
+  return world;
+}
+
+describe('usage and errors', () => {
+  it('prints help with the exit codes, and the version', async () => {
+    const w = fresh();
+    const help = await w.job(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('prun-job run      [options] (PROMPT | -)');
+    expect(help.stdout).toMatch(/64\s+usage error/);
+    const version = await w.job(['--version']);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    const none = await w.job([]);
+    expect(none.code).toBe(64);
+    expect(none.stderr).toContain('Usage:');
+  });
+
+  it('exits 64 with one clean line for bad commands, options, names and values', async () => {
+    const w = fresh();
+    const cases: [string[], string][] = [
+      [['frobnicate'], 'prun-job: unknown command: frobnicate (try --help)'],
+      [['run', '--bogus', 'hi'], 'prun-job: error: unknown option: --bogus'],
+      [['run', '--timeout', 'soon', 'hi'], 'prun-job: error: --timeout needs a number of seconds, got: soon'],
+      [['run', '--name', 'bad name', 'hi'], "prun-job: error: invalid job name: 'bad name'"],
+      [['run', '--name'], 'prun-job: error: --name needs a value'],
+      [['run', '   '], 'prun-job: error: empty prompt'],
+      [['run', 'a', 'b'], 'prun-job: error: expected one prompt (a string, or - to read stdin)'],
+      [['run', '--cwd', '/does/not/exist', 'hi'], 'prun-job: error: --cwd is not a directory: /does/not/exist'],
+      [['wait', '-bad-'], 'prun-job: error: unknown option: -bad-'],
+      [['status', '.hidden'], "prun-job: error: invalid job name: '.hidden'"],
+      [['peek', 'x', '-n', 'many'], 'prun-job: error: -n needs a whole number of lines, got: many'],
+      [['kill', 'x', '--all'], 'prun-job: error: kill takes a job name or --all, not both'],
+      [['list', 'x'], 'prun-job: error: list takes no job name'],
+      [['steer', 'x'], 'prun-job: error: expected one message (a string, or - to read stdin)'],
+      [['resume'], 'prun-job: error: resume needs a job name and a prompt'],
+    ];
+    for (const [args, message] of cases) {
+      const r = await w.job(args);
+      expect({ args, code: r.code }).toEqual({ args, code: 64 });
+      expect(r.stderr.split('\n')[0]).toContain(message);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.stdout).toBe('');
+    }
+  });
+
+  it('exits 1 for unknown jobs, a refused depth and a missing fork session', async () => {
+    const w = fresh();
+    const unknown = await w.job(['status', 'nosuch']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe('prun-job: error: unknown job: nosuch\n');
+    const deep = await w.job(['run', 'hi'], { env: { MULTI_AGENT_DEPTH: '2' } });
+    expect(deep.code).toBe(1);
+    expect(deep.stderr).toBe('prun-job: error: cannot start an agent: this caller is at depth 2 and MULTI_AGENT_MAX_DEPTH is 2\n');
+    const deeper = await w.job(['run', 'hi'], { env: { MULTI_AGENT_DEPTH: '3', MULTI_AGENT_MAX_DEPTH: '3' } });
+    expect(deeper.stderr).toContain('at depth 3 and MULTI_AGENT_MAX_DEPTH is 3');
+    const fork = await w.job(['run', '--fork', 'hi']);
+    expect(fork.code).toBe(1);
+    expect(fork.stderr).toBe('prun-job: error: --fork needs PI_SESSION_FILE, which is not set in this environment\n');
+    expect((await w.job(['list'])).stdout).toBe('no jobs in this project\n');
+    expect((await w.job(['kill', '--all'])).stdout).toBe('no running jobs in this project\n');
+  });
+});
+
+describe('profiles', () => {
+  it('lists built-in, user and project profiles with precedence and disabling', async () => {
+    const w = fresh();
+    const listed = await w.job(['profiles']);
+    expect(listed.stdout).toMatch(/^general-purpose\n  description: .+\n  source: .*profiles\/general-purpose\.md\n$/);
+    mkdirSync(join(w.agentDir, 'agents'), { recursive: true });
+    mkdirSync(join(w.cwd, '.pi', 'agents'), { recursive: true });
+    writeFileSync(join(w.agentDir, 'agents', 'reviewer.md'), '---\nname: reviewer\ndescription: user reviewer\n---\nU\n');
+    writeFileSync(join(w.cwd, '.pi', 'agents', 'REVIEWER.md'), '---\nname: Reviewer\ndescription: project\n  reviewer\n---\nP\n');
+    writeFileSync(join(w.agentDir, 'agents', 'gp.md'), '---\nname: General-Purpose\nenabled: false\n---\n');
+    const merged = await w.job(['profiles']);
+    expect(merged.stdout).toBe(`Reviewer\n  description: project\n  source: ${join(w.cwd, '.pi', 'agents', 'REVIEWER.md')}\n`);
+    const refused = await w.job(['run', '--profile', 'general-purpose', 'hi']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe('prun-job: error: unknown profile: general-purpose (available: Reviewer)\n');
+  });
+});
+
+describe('a pi that cannot run', () => {
+  it('records failed when pi cannot be started, and when it exits at once', async () => {
+    const w = fresh();
+    const missing = await w.job(['run', '--name', 'nopi', 'hi'], { env: { MULTI_AGENT_PI_BIN: join(w.root, 'no-such-pi') } });
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toContain(`could not start ${join(w.root, 'no-such-pi')}: no executable file at`);
+    expect(fields(missing.stdout).status).toBe('failed');
+    expect(w.read('nopi', 'exit_code')).toBe('1\n');
+    const fake = join(w.root, 'broken-pi');
+    writeFileSync(fake, '#!/bin/sh\necho "pi: cannot load its bundle" >&2\nexit 3\n', { mode: 0o755 });
+    const broken = await w.job(['run', '--background', '--name', 'broken', 'hi'], { env: { MULTI_AGENT_PI_BIN: fake } });
+    expect(broken.code).toBe(0);
+    expect(broken.stdout).toBe('job: broken\nstatus: running\ntimeout_s: 3600\n');
+    const waited = await w.job(['wait', 'broken']);
+    expect(waited.code).toBe(1);
+    expect(waited.stdout).toContain('pi exited before the run finished (exit status 3). Last lines of its stderr:\n\npi: cannot load its bundle');
+    expect(w.read('broken', 'stderr.txt')).toContain('cannot load its bundle');
+    const status = await w.job(['status', 'broken', '--json']);
+    expect(JSON.parse(status.stdout)).toMatchObject({ name: 'broken', status: 'failed', mode: 'background', runs: '1', exit_code: '1' });
+  });
+});
+
+describe('the lock contract', () => {
+  it('reports running exactly while another program holds the kernel flock, then died without exit_code', async () => {
+    const w = fresh();
+    const dir = w.jobDir('handmade');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'job.json'), JSON.stringify({ name: 'handmade', profile: 'general-purpose', cwd: w.cwd, mode: 'background' }));
+    writeFileSync(join(dir, 'status'), 'running\n');
+    writeFileSync(join(dir, 'started_at'), '2026-01-01T00:00:00Z\n');
+    // util-linux flock stands in for a runner of the other program: it holds the lock until killed
+    // (-o keeps the lock descriptor away from its `sleep`).
+    const holder = spawn('flock', ['-x', '-o', join(dir, 'lock'), 'sleep', '60'], { stdio: 'ignore' });
+    try {
+      await until(() => existsSync(join(dir, 'lock')), 5000, 'lock file');
+      let status = '';
+      await (async () => {
+        const end = Date.now() + 10_000;
+        while (Date.now() < end) {
+          status = fields((await w.job(['status', 'handmade'])).stdout).status ?? '';
+          if (status === 'running') break;
+        }
+      })();
+      expect(status).toBe('running');
+      const rm = await w.job(['rm', 'handmade'], { env: { MULTI_AGENT_TIME_SCALE: '0.1' } });
+      expect(rm.code).toBe(1);
+      expect(rm.stderr).toBe('prun-job: error: job handmade is running; kill it first\n');
+      const result = await w.job(['result', 'handmade']);
+      expect(result.stderr).toBe('prun-job: error: job handmade is still running; use wait\n');
+      const waited = await w.job(['wait', 'handmade', '--timeout', '0.2']);
+      expect(waited.code).toBe(2);
+      expect(waited.stdout).toBe('job: handmade\nstatus: running\nwaited_s: 0.2\n');
+    } finally {
+      holder.kill('SIGKILL');
+    }
+    await until(() => holder.exitCode !== null || holder.signalCode !== null, 5000, 'holder exit');
+    expect(fields((await w.job(['status', 'handmade'])).stdout).status).toBe('died');
+    const list = await w.job(['list', '--all', '--json']);
+    expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ name: 'handmade', status: 'died', mode: 'background' })]);
+    expect((await w.job(['rm', 'handmade'])).stdout).toBe('removed: handmade\n');
+    expect(existsSync(dir)).toBe(false);
+  });
+});

@@ -1,0 +1,137 @@
+// Shared set-up for the black-box tests: the built bin, an isolated pi world per test, and the
+// check that no pi or runner of the test is left behind.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+// Typed by the harness.d.mts beside it.
+import * as harnessModule from '../../../tools/fake-llm/harness.mjs';
+import type * as HarnessTypes from '../../../tools/fake-llm/harness.d.mts';
+
+export const harness: typeof HarnessTypes = harnessModule;
+export const BIN = fileURLToPath(new URL('../bin/prun-job.js', import.meta.url));
+export const SEED = '/work/shared/seeds/multi_agent.py';
+
+export interface RunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface World {
+  root: string;
+  env: Record<string, string>;
+  cwd: string;
+  agentDir: string;
+  stateHome: string;
+  /** Run the built bin to completion. */
+  job: (args: string[], opts?: { input?: string; env?: Record<string, string>; cwd?: string }) => Promise<RunResult>;
+  /** Start the built bin and return the process (for signals). */
+  spawnJob: (args: string[], opts?: { env?: Record<string, string> }) => { child: ChildProcess; done: Promise<RunResult> };
+  jobDir: (name: string) => string;
+  read: (name: string, file: string) => string;
+  cleanup: () => Promise<void>;
+}
+
+function collect(child: ChildProcess, input?: string): Promise<RunResult> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  if (input !== undefined) child.stdin?.end(input);
+  else child.stdin?.end();
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
+
+/** A pi world under a fresh temp root talking to the fake server on `port` (0: no server, for tests without pi). */
+export function makeWorld(port: number, extraEnv: Record<string, string> = {}): World {
+  const root = mkdtempSync(join(tmpdir(), 'prun-job-t-'));
+  const pi = harness.makePiEnv({ port: port || 1, root });
+  const env: Record<string, string> = { ...pi.env, PWD: pi.cwd, ...extraEnv };
+  const world: World = {
+    root,
+    env,
+    cwd: pi.cwd,
+    agentDir: pi.agentDir,
+    stateHome: pi.stateHome,
+    job: (args, opts = {}) => {
+      const cwd = opts.cwd ?? pi.cwd;
+      const child = spawn(process.execPath, [BIN, ...args], {
+        cwd,
+        env: { ...env, PWD: cwd, ...(opts.env ?? {}) },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      return collect(child, opts.input);
+    },
+    spawnJob: (args, opts = {}) => {
+      const child = spawn(process.execPath, [BIN, ...args], {
+        cwd: pi.cwd,
+        env: { ...env, ...(opts.env ?? {}) },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      return { child, done: collect(child) };
+    },
+    jobDir: (name) => {
+      const slug = pi.cwd.replace(/[^A-Za-z0-9]/g, '-').replace(/^-+/, '');
+      return join(pi.stateHome, 'pi-multi-agent', slug, 'jobs', name);
+    },
+    read: (name, file) => {
+      const path = join(world.jobDir(name), file);
+      return existsSync(path) ? readFileSync(path, 'utf8') : '';
+    },
+    cleanup: async () => {
+      // Every runner's command line holds its job directory and every pi's its session directory,
+      // both under root: none may outlive the test.
+      let leftovers: HarnessTypes.ProcessInfo[] = [];
+      try {
+        await harness.waitForNoProcesses(root, 20_000);
+      } catch {
+        leftovers = harness.listProcesses(root);
+        for (const p of leftovers) {
+          try {
+            process.kill(p.pid, 'SIGKILL');
+          } catch {
+            // Gone meanwhile.
+          }
+        }
+      }
+      rmSync(root, { recursive: true, force: true });
+      if (leftovers.length > 0) throw new Error(`processes left behind: ${leftovers.map((p) => p.cmdline).join(' | ')}`);
+    },
+  };
+  return world;
+}
+
+export async function until<T>(check: () => T | undefined | false, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** The `key: value` lines of a text block as a map. */
+export function fields(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_]+): (.*)$/.exec(line);
+    if (m) out[m[1] as string] = m[2] as string;
+  }
+  return out;
+}
+
+export function systemPromptOf(request: HarnessTypes.FakeLlmRequest): string {
+  const messages = (request.body?.messages ?? []) as { role: string; content: unknown }[];
+  const system = messages.find((m) => m.role === 'system' || m.role === 'developer');
+  if (!system) return '';
+  return typeof system.content === 'string' ? system.content : JSON.stringify(system.content);
+}
+
+export function toolNamesOf(request: HarnessTypes.FakeLlmRequest): string[] {
+  const tools = (request.body?.tools ?? []) as { function?: { name?: string } }[];
+  return tools.map((t) => t.function?.name ?? '').sort();
+}

@@ -1,0 +1,236 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import {
+  appendPrompt,
+  checkDepth,
+  childEnv,
+  defaultName,
+  deriveStatus,
+  formatAge,
+  formatG,
+  formatListTable,
+  formatResultBlock,
+  mergeProfiles,
+  parseArgs,
+  parseFrontmatter,
+  parseSeconds,
+  parseTimeScale,
+  piArgv,
+  pickProfile,
+  profileArgs,
+  projectSlug,
+  pyDumps,
+  RunTracker,
+  runTimeout,
+  settledStatus,
+  shellQuote,
+  socketPath,
+  splitItems,
+  validateName,
+} from '../src/index.js';
+
+describe('argument parsing', () => {
+  it('takes --opt value, --opt=value, flags, positionals and --', () => {
+    const a = parseArgs(['--name', 'x', '--timeout=5', '--background', 'hello', '--', '--not-an-option'], ['--name', '--timeout'], ['--background']);
+    expect(a.values.get('--name')).toBe('x');
+    expect(a.values.get('--timeout')).toBe('5');
+    expect(a.flags.has('--background')).toBe(true);
+    expect(a.positional).toEqual(['hello', '--not-an-option']);
+  });
+  it('treats a lone - as a positional (stdin)', () => {
+    expect(parseArgs(['-'], [], []).positional).toEqual(['-']);
+  });
+  it('refuses unknown options, values on flags and missing values with exit 64', () => {
+    for (const argv of [['--bogus'], ['--background=1'], ['--name']]) {
+      expect(() => parseArgs(argv, ['--name'], ['--background'])).toThrow(expect.objectContaining({ code: 64 }));
+    }
+  });
+  it('parses seconds like Python float and refuses negatives, nan and inf', () => {
+    expect(parseSeconds(' 1.5 ', '--timeout')).toBe(1.5);
+    expect(parseSeconds('1e1', '--timeout')).toBe(10);
+    for (const bad of ['-1', 'nan', 'inf', 'abc', '']) {
+      expect(() => parseSeconds(bad, '--timeout')).toThrow(/--timeout needs a number of seconds/);
+    }
+  });
+  it('defaults the timeout to 3600 s in the background and none in the foreground; 0 is none', () => {
+    expect(runTimeout(parseArgs([], ['--timeout'], []), true)).toBe(3600);
+    expect(runTimeout(parseArgs([], ['--timeout'], []), false)).toBeNull();
+    expect(runTimeout(parseArgs(['--timeout', '0'], ['--timeout'], []), true)).toBeNull();
+  });
+  it('validates job names as the original does', () => {
+    for (const good of ['a', 'a1', 'my.job_name-2', 'x'.repeat(64)]) expect(() => validateName(good)).not.toThrow();
+    for (const bad of ['', '-a', 'a-', 'a b', 'x'.repeat(65), '../x', 'a/b']) {
+      expect(() => validateName(bad)).toThrow(expect.objectContaining({ code: 64 }));
+    }
+    expect(() => validateName('a b')).toThrow("invalid job name: 'a b'");
+  });
+  it('derives default names from the profile', () => {
+    expect(defaultName('General Purpose!', 'beef')).toBe('general-purpose-beef');
+    expect(defaultName('...', '0000')).toBe('agent-0000');
+    fc.assert(fc.property(fc.string(), (name) => {
+      expect(() => validateName(defaultName(name, 'abcd'))).not.toThrow();
+    }));
+  });
+  it('refuses a bad MULTI_AGENT_TIME_SCALE', () => {
+    expect(parseTimeScale(undefined)).toBe(1);
+    expect(parseTimeScale('0.5')).toBe(0.5);
+    expect(() => parseTimeScale('0')).toThrow(/MULTI_AGENT_TIME_SCALE/);
+    expect(() => parseTimeScale('x')).toThrow(/MULTI_AGENT_TIME_SCALE/);
+  });
+  it('enforces the depth limit from the environment', () => {
+    expect(checkDepth({})).toBe(1);
+    expect(checkDepth({ MULTI_AGENT_DEPTH: '1' })).toBe(2);
+    expect(() => checkDepth({ MULTI_AGENT_DEPTH: '2' })).toThrow('cannot start an agent: this caller is at depth 2 and MULTI_AGENT_MAX_DEPTH is 2');
+    expect(checkDepth({ MULTI_AGENT_DEPTH: '2', MULTI_AGENT_MAX_DEPTH: '3' })).toBe(3);
+    expect(checkDepth({ MULTI_AGENT_DEPTH: 'junk' })).toBe(1);
+  });
+});
+
+describe('state layout', () => {
+  it('slugs a project path like the original', () => {
+    expect(projectSlug('/home/me/my project')).toBe('home-me-my-project');
+    expect(projectSlug('/tmp/é')).toBe('tmp--');
+  });
+  it('puts the socket at <root>/sockets/<16 hex of sha256(job dir)>.sock', () => {
+    const jobDir = '/s/pi-multi-agent/proj/jobs/a';
+    const digest = createHash('sha256').update(jobDir).digest('hex').slice(0, 16);
+    expect(socketPath(jobDir)).toBe(`/s/pi-multi-agent/sockets/${digest}.sock`);
+  });
+  it('derives a status from the lock and the recorded files', () => {
+    expect(deriveStatus('busy', false, undefined)).toBe('running');
+    expect(deriveStatus('busy', true, 'done\n')).toBe('running');
+    expect(deriveStatus('acquired', false, 'running\n')).toBe('died');
+    expect(deriveStatus('acquired', true, 'killed\n')).toBe('killed');
+    expect(deriveStatus('acquired', true, '')).toBe('unknown');
+    expect(deriveStatus('missing', true, 'done')).toBe('done');
+  });
+  it('formats the result block exactly', () => {
+    const block = formatResultBlock({ output: 'hi\n\n', name: 'a', status: 'done', profile: 'p', model: 'm', durationS: 3 });
+    expect(block).toBe('hi\n\n--- multi-agent ---\nname: a\nstatus: done\nprofile: p\nmodel: m\nduration_s: 3\n');
+    expect(formatResultBlock({ output: ' \n', name: 'a', status: 'died', profile: '?', model: '(pi default)', durationS: undefined })).toBe(
+      '(no output)\n\n--- multi-agent ---\nname: a\nstatus: died\nprofile: ?\nmodel: (pi default)\nduration_s: ?\n',
+    );
+  });
+  it('lays out the list table with padded columns and an unpadded age', () => {
+    const text = formatListTable([
+      { name: 'long-name', status: 'running', mode: 'background', parent: '-', age: '3s', started_at: null, ended_at: null },
+      { name: 'b', status: 'done', mode: 'foreground', parent: 'p', age: '2m', started_at: null, ended_at: null },
+    ]);
+    expect(text).toBe(
+      'NAME       STATUS   MODE        PARENT  AGE\nlong-name  running  background  -       3s\nb          done     foreground  p       2m\n',
+    );
+    expect(formatListTable([])).toBe('no jobs in this project\n');
+  });
+  it('formats ages and seconds as the original', () => {
+    expect([0, 59, 60, 3599, 3600, 86400].map(formatAge)).toEqual(['0s', '59s', '1m', '59m', '1h', '1d']);
+    expect([5, 0.5, 3600, 1.25, 1234567, 0.00001].map(formatG)).toEqual(['5', '0.5', '3600', '1.25', '1.23457e+06', '1e-05']);
+  });
+  it('quotes like shlex.quote', () => {
+    expect(shellQuote('/a/b-c_d.e')).toBe('/a/b-c_d.e');
+    expect(shellQuote('')).toBe("''");
+    expect(shellQuote("it's")).toBe(`'it'"'"'s'`);
+  });
+  it('writes control lines as Python json.dumps does', () => {
+    expect(pyDumps({ ok: true, disposition: 'queued' })).toBe('{"ok": true, "disposition": "queued"}');
+    expect(pyDumps({ type: 'steer', message: 'é' })).toBe('{"type": "steer", "message": "\\u00e9"}');
+  });
+});
+
+describe('profiles', () => {
+  const file = (scope: 'project' | 'user' | 'builtin', entry: string, text: string) => ({ scope, entry, text, path: `/${scope}/${entry}` });
+
+  it('parses frontmatter scalars, quotes, booleans and lists', () => {
+    const { fields, body } = parseFrontmatter(
+      '---\nname: "Quoted \\u0041"\ntools: [read, "bash", \'a,b\']\nenabled: FALSE\n  nested: skipped\n# comment\nthinking: high\n---\n\nBody text.\n',
+    );
+    expect(fields).toEqual({ name: 'Quoted A', tools: ['read', 'bash', 'a,b'], enabled: false, thinking: 'high' });
+    expect(body).toBe('Body text.');
+    expect(parseFrontmatter('no frontmatter\n')).toEqual({ fields: {}, body: 'no frontmatter' });
+    expect(splitItems('a, "b,c" ,,d')).toEqual(['a', '"b,c"', 'd']);
+  });
+  it('lets a higher directory replace a profile whole, case-insensitively', () => {
+    const merged = mergeProfiles([
+      file('project', 'Reviewer.md', '---\nname: reviewer\ndescription: project one\n---\nP'),
+      file('user', 'reviewer.md', '---\ndescription: user one\nmodel: m/x\n---\nU'),
+    ]);
+    const p = pickProfile(merged, 'REVIEWER');
+    expect(p.description).toBe('project one');
+    expect(p.model).toBeNull();
+    expect(p.source).toBe('/project/Reviewer.md');
+  });
+  it('hides lower profiles behind a disabled one', () => {
+    const merged = mergeProfiles([
+      file('user', 'general-purpose.md', '---\nenabled: false\n---\n'),
+      file('builtin', 'general-purpose.md', '---\nname: general-purpose\n---\nB'),
+      file('builtin', 'other.md', 'plain body'),
+    ]);
+    expect(() => pickProfile(merged, 'general-purpose')).toThrow('unknown profile: general-purpose (available: other)');
+  });
+  it('refuses a bad prompt_mode', () => {
+    const merged = mergeProfiles([file('user', 'x.md', '---\nprompt_mode: sideways\n---\n')]);
+    expect(() => pickProfile(merged, 'x')).toThrow('profile x in /user/x.md: prompt_mode must be append or replace, got sideways');
+  });
+  it('turns a profile into pi arguments and the appended prompt', () => {
+    const [append] = mergeProfiles([file('user', 'a.md', '---\ntools: read, bash\ndisallowed_tools: [write]\n---\nBe terse.')]).values();
+    expect(profileArgs(append!, 'fake/m', 'low', '/j/system-prompt.md')).toEqual([
+      '--model', 'fake/m', '--thinking', 'low', '--tools', 'read,bash', '-xt', 'write',
+    ]);
+    expect(appendPrompt(append!, 'job1')).toMatch(/^Be terse\.\n\n<multi-agent>\n[\s\S]*job1[\s\S]*<\/multi-agent>\n$/);
+    const [replace] = mergeProfiles([file('user', 'r.md', '---\nprompt_mode: Replace\n---\nOnly me.')]).values();
+    expect(profileArgs(replace!, null, null, '/j/system-prompt.md')).toEqual(['--system-prompt', '/j/system-prompt.md', '-nc']);
+    expect(appendPrompt(replace!, 'job1')).not.toContain('Only me.');
+  });
+});
+
+describe('the runner', () => {
+  it('builds pi argv with --fork only on the first run', () => {
+    const job = { name: 'j', session_dir: '/s', fork: '/f.jsonl', run_kind: 'new', pi_args: ['--model', 'x'] };
+    expect(piArgv('/jd', job, 'pi')).toEqual([
+      'pi', '--mode', 'rpc', '--session-dir', '/s', '--fork', '/f.jsonl', '--session-id', 'j', '--model', 'x',
+      '--append-system-prompt', '/jd/append-prompt.md',
+    ]);
+    expect(piArgv('/jd', { ...job, run_kind: 'resume' }, 'pi')).not.toContain('--fork');
+  });
+  it("gives pi the job's environment and drops HERDR_*", () => {
+    const env = childEnv('/jd', { cwd: '/w', depth: 2 }, { HERDR_PANE_ID: '1', KEEP: 'y' });
+    expect(env).toMatchObject({ KEEP: 'y', MULTI_AGENT_JOB: '/jd', MULTI_AGENT_DEPTH: '2', PI_MINIMAL_PERMISSION_SYSTEM_NONINTERACTIVE: '1', PWD: '/w' });
+    expect(env['HERDR_PANE_ID']).toBeUndefined();
+  });
+  it('tracks text, model, usage, progress and dialogs from rpc records', () => {
+    const t = new RunTracker({ input: 1 });
+    expect(t.handleLine('{"type":"tool_execution_start","toolName":"bash","args":{"command":"ls   -l"}}').progress).toEqual(['bash ls -l']);
+    expect(t.handleLine('{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"errorMessage":"boom"}').progress).toEqual(['retry 1/3: boom']);
+    expect(t.handleLine('{"type":"compaction_start","reason":"threshold"}').progress).toEqual(['compaction (threshold)']);
+    const dialog = t.handleLine('{"type":"extension_ui_request","id":"u1","method":"confirm","title":"Allow?"}');
+    expect(dialog).toEqual({ progress: ['denied: Allow?'], send: [{ type: 'extension_ui_response', id: 'u1', cancelled: true }] });
+    expect(t.handleLine('{"type":"extension_ui_request","id":"u2","method":"notify"}').send).toEqual([]);
+    t.handleLine(
+      JSON.stringify({
+        type: 'message_end',
+        message: { role: 'assistant', content: [{ type: 'text', text: ' Hello ' }], provider: 'fake', model: 'm', stopReason: 'stop', usage: { input: 2, output: 3, cost: { total: 0.1 } } },
+      }),
+    );
+    expect(t.lastText).toBe('Hello');
+    expect(t.modelUsed).toBe('fake/m');
+    expect(t.usage).toEqual({ input: 3, output: 3, cost: 0.1 });
+    // An aborted message without content keeps the text before it.
+    t.handleLine(JSON.stringify({ type: 'message_end', message: { role: 'assistant', content: [], stopReason: 'aborted' } }));
+    expect(t.lastText).toBe('Hello');
+    expect(t.handleLine('{"type":"response","id":"steer-1","success":true,"data":{"disposition":"queued"}}').ack).toEqual({
+      id: 'steer-1',
+      reply: { ok: true, disposition: 'queued' },
+    });
+    expect(t.handleLine('not json').progress).toEqual([]);
+    expect(t.settled).toBe(false);
+    t.handleLine('{"type":"agent_settled"}');
+    expect(t.settled).toBe(true);
+  });
+  it('decides the end status of a settled run', () => {
+    expect(settledStatus({ timingOut: true, abortRequested: true, lastStop: 'stop' })).toBe('timeout');
+    expect(settledStatus({ timingOut: false, abortRequested: true, lastStop: 'stop' })).toBe('aborted');
+    expect(settledStatus({ timingOut: false, abortRequested: false, lastStop: 'aborted' })).toBe('aborted');
+    expect(settledStatus({ timingOut: false, abortRequested: false, lastStop: 'error' })).toBe('failed');
+    expect(settledStatus({ timingOut: false, abortRequested: false, lastStop: 'stop' })).toBe('done');
+  });
+});

@@ -103,15 +103,21 @@ async function isExecutableFile(candidate: string): Promise<boolean> {
   }
 }
 
-/** `shutil.which`: a name with a separator is checked as it is, a bare name is searched on PATH. */
-export async function which(command: string, env: Env): Promise<string | null> {
+/**
+ * `shutil.which`, answering absolute paths: a name with a separator is checked as it is; a bare name is
+ * searched on PATH (unset → the default search path, an empty entry → cwd).
+ */
+export async function which(command: string, env: Env, cwd: string = process.cwd()): Promise<string | null> {
   if (command === '') return null;
   if (command.includes('/') || (process.platform === 'win32' && command.includes('\\'))) {
-    return (await isExecutableFile(command)) ? command : null;
+    const direct = path.resolve(cwd, command);
+    return (await isExecutableFile(direct)) ? direct : null;
   }
-  for (const dir of (env['PATH'] ?? '').split(path.delimiter)) {
-    if (dir === '') continue;
-    const candidate = path.join(dir, command);
+  const searchPath = env['PATH'] ?? '/bin:/usr/bin';
+  if (searchPath === '') return null;
+  for (const dir of searchPath.split(path.delimiter)) {
+    // Absolute, because agy is then started with the home directory as its cwd.
+    const candidate = path.resolve(cwd, dir === '' ? '.' : dir, command);
     if (await isExecutableFile(candidate)) return candidate;
   }
   return null;
@@ -127,7 +133,7 @@ export async function findAgyForRefresh(env: Env, cwd: string = process.cwd()): 
   const expanded = expandVars(expandUser(configured, env), env);
   const direct = path.resolve(cwd, expanded);
   if (await isFile(direct)) return direct;
-  const found = await which(configured, env);
+  const found = await which(configured, env, cwd);
   if (found !== null) return found;
   const localAppData = env['LOCALAPPDATA'];
   if (process.platform === 'win32' && localAppData && ['agy', 'agy.exe'].includes(configured.toLowerCase())) {

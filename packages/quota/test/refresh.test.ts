@@ -1,10 +1,12 @@
 import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync, chmodSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   loadPoolStatesForDispatch,
   refresh,
   routeForDispatch,
+  runUsageQuery,
   type RefreshOptions,
   type RefreshResult,
   type UsageQuery,
@@ -14,6 +16,7 @@ import {
 import { quotaByIds, tempDir, USAGE_PAYLOAD, writeJson } from './helpers.js';
 
 const NOW = Date.parse('2026-09-11T12:00:00Z');
+const FAKE_AGY = fileURLToPath(new URL('../../../tools/fake-agy/fake-agy', import.meta.url));
 
 /** A home with a fake agy file (the runner is injected, so it is never executed). */
 function setup(extraEnv: Record<string, string> = {}) {
@@ -224,6 +227,22 @@ describe('refresh (§9.7)', () => {
     const blocked = path.join(s.agy, 'under-a-file', 'snap.json');
     const result = await run({ force: true, env: { ...s.env, AGY_QUOTA_CACHE: blocked }, runner: recordingRunner() });
     expect(result).toMatchObject({ outcome: 'skipped', exitCode: 0 });
+  });
+
+  it('the real runner kills a hung agy at the deadline and reports a timeout', async () => {
+    const s = setup({ ANTIGRAVITY_BIN: FAKE_AGY, FAKE_AGY_USAGE_HANG: '1', PATH: process.env['PATH'] ?? '' });
+    const runner: UsageRunner = (query) => runUsageQuery({ ...query, timeoutMs: 300 });
+    const started = Date.now();
+    expect(await run({ force: true, env: s.env, runner })).toMatchObject({ outcome: 'failed', reason: 'timeout', exitCode: 1, queried: true });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(existsSync(s.lock)).toBe(false);
+  });
+
+  it('the real runner reports a binary that cannot be executed as a launch error', async () => {
+    const s = setup();
+    chmodSync(s.agy, 0o644);
+    const result = await run({ force: true, env: s.env, runner: runUsageQuery });
+    expect(result).toMatchObject({ outcome: 'failed', reason: 'launch-error', exitCode: 1 });
   });
 
   it('a runner that throws is a launch error, not an exception', async () => {

@@ -1,56 +1,11 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe as baseDescribe, expect, it as baseIt } from 'vitest';
+import { describe, expect } from 'vitest';
+import { BIN_PATH, baseEnv, it, makeUnit, readArchive, runBin, sha256, tailPath, tempLeftovers, waitFor, type JsonOutcome } from './helpers.js';
 
-// These runs are heavy (10 processes, a live writer, a large copy): one at a time.
-const describe = baseDescribe;
-import {
-  HAVE_MKFIFO,
-  HAVE_UNZIP,
-  HAVE_ZIPINFO,
-  baseEnv,
-  makeUnit,
-  readArchive,
-  removeRoot,
-  runBin,
-  tailPath,
-  tempLeftovers,
-  tempRoot,
-  waitFor,
-} from './helpers.js';
-
-const MANIFEST_KEYS = [
-  'schema_version',
-  'captured_at',
-  'source_path',
-  'source_size_at_open',
-  'bytes_copied',
-  'sha256',
-  'source_may_be_live',
-  'capture_outcome',
-  'note',
-];
-
-const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
-
-interface JsonOutcome {
-  published: string;
-  manifest: Record<string, unknown> & { bytes_copied: number; source_size_at_open: number; sha256: string };
-  warning: string | null;
-}
-
-// Every test gets its own private temp root.
-const it = baseIt.extend<{ root: string }>({
-  // eslint-disable-next-line no-empty-pattern
-  root: async ({}, use) => {
-    const dir = tempRoot();
-    await use(dir);
-    removeRoot(dir);
-  },
-});
-
+// These runs are heavy (10 processes, a live writer, a large copy), so this file runs its tests
+// one at a time.
 describe('publication under stress', () => {
   it('lets exactly one of 10 racing runs publish one --output name; the rest exit 3', async ({ root }) => {
     const unit = makeUnit(root, 'race', Buffer.alloc(2 * 1024 * 1024, 'payload'));
@@ -98,7 +53,7 @@ describe('publication under stress', () => {
   it('removes its temporary archive when killed by a signal mid-copy', async ({ root }) => {
     const unit = makeUnit(root, 'sig', Buffer.alloc(128 * 1024 * 1024, 1));
     const dest = join(root, 'sig-dest');
-    const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'bin', 'prun-snapshot-tail.js'), '--unit', unit, '--dest', dest], {
+    const child = spawn(process.execPath, [BIN_PATH, '--unit', unit, '--dest', dest], {
       env: baseEnv(),
       stdio: 'ignore',
     });

@@ -1,54 +1,25 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe as baseDescribe, expect, it as baseIt } from 'vitest';
-
-const describe = baseDescribe.concurrent;
+import { describe as baseDescribe, expect } from 'vitest';
 import {
   HAVE_MKFIFO,
   HAVE_UNZIP,
   HAVE_ZIPINFO,
+  MANIFEST_KEYS,
   baseEnv,
+  it,
   makeUnit,
   readArchive,
-  removeRoot,
   runBin,
+  sha256,
   tailPath,
   tempLeftovers,
-  tempRoot,
-  waitFor,
+  type JsonOutcome,
 } from './helpers.js';
 
-const MANIFEST_KEYS = [
-  'schema_version',
-  'captured_at',
-  'source_path',
-  'source_size_at_open',
-  'bytes_copied',
-  'sha256',
-  'source_may_be_live',
-  'capture_outcome',
-  'note',
-];
-
-const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
-
-interface JsonOutcome {
-  published: string;
-  manifest: Record<string, unknown> & { bytes_copied: number; source_size_at_open: number; sha256: string };
-  warning: string | null;
-}
-
-// Every test gets its own private temp root, so the whole file can run concurrently.
-const it = baseIt.extend<{ root: string }>({
-  // eslint-disable-next-line no-empty-pattern
-  root: async ({}, use) => {
-    const dir = tempRoot();
-    await use(dir);
-    removeRoot(dir);
-  },
-});
+// Each test has its own temp root, so the light bin runs overlap.
+const describe = baseDescribe.concurrent;
 
 describe('byte contract', () => {
   it('preserves the exact bytes and records a complete bounded read', async ({ root }) => {
@@ -189,7 +160,7 @@ describe('usage errors (exit 2)', () => {
     expect(run.stderr.startsWith('prun-snapshot-tail: usage: ')).toBe(true);
   });
 
-  it('requires --unit', async ({ root }) => {
+  it('requires --unit', async () => {
     const run = await runBin(['--json']);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('error: the following arguments are required: --unit');
@@ -201,7 +172,7 @@ describe('usage errors (exit 2)', () => {
     expect(run.stderr).toContain('error: unrecognized arguments: extra');
   });
 
-  it('prints help with the exit codes, and the version', async ({ root }) => {
+  it('prints help with the exit codes, and the version', async () => {
     const help = await runBin(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('exit codes:');

@@ -3,6 +3,8 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createHash } from 'node:crypto';
+import { it as baseIt } from 'vitest';
 import yauzl from 'yauzl';
 import { STATE_FILES } from '@prun/unit-state';
 
@@ -121,4 +123,36 @@ export async function waitFor(condition: () => boolean, deadlineMs = 10_000): Pr
     if (Date.now() > end) throw new Error('condition not met before the deadline');
     await new Promise((resolveWait) => setTimeout(resolveWait, 10));
   }
+}
+
+/** A vitest `it` whose tests each get their own private temp root (safe to run concurrently). */
+export const it = baseIt.extend<{ root: string }>({
+  // eslint-disable-next-line no-empty-pattern
+  root: async ({}, use) => {
+    const dir = tempRoot();
+    await use(dir);
+    removeRoot(dir);
+  },
+});
+
+export const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
+
+/** The nine manifest fields in their contractual order. */
+export const MANIFEST_KEYS = [
+  'schema_version',
+  'captured_at',
+  'source_path',
+  'source_size_at_open',
+  'bytes_copied',
+  'sha256',
+  'source_may_be_live',
+  'capture_outcome',
+  'note',
+];
+
+/** What `--json` prints. */
+export interface JsonOutcome {
+  published: string;
+  manifest: Record<string, unknown> & { bytes_copied: number; source_size_at_open: number; sha256: string };
+  warning: string | null;
 }

@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readdirSync, statSync, writeFileSync, chmodSync } from 'node:fs';
 import { appendFile, type FileHandle } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { describe as baseDescribe, expect, it as baseIt } from 'vitest';
+import { describe as baseDescribe, expect } from 'vitest';
 import yazl from 'yazl';
 import {
   EXIT,
@@ -28,19 +27,9 @@ import {
   type SnapshotRequest,
   type SourceIo,
 } from '../src/index.js';
-import { makeUnit, readArchive, removeRoot, tailPath, tempLeftovers, tempRoot } from './helpers.js';
+import { it, makeUnit, readArchive, sha256, tailPath, tempLeftovers } from './helpers.js';
 
 const describe = baseDescribe.concurrent;
-const it = baseIt.extend<{ root: string }>({
-  // eslint-disable-next-line no-empty-pattern
-  root: async ({}, use) => {
-    const dir = tempRoot();
-    await use(dir);
-    removeRoot(dir);
-  },
-});
-
-const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 
 async function expectSnapshotError(promise: Promise<unknown>, code: number, text?: string): Promise<SnapshotError> {
   const error = await promise.then(

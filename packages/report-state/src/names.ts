@@ -6,6 +6,8 @@
  * system calls.
  */
 
+import { isUtf8 as bufferIsUtf8 } from 'node:buffer';
+
 /** A path as the file system needs it: a string, or raw bytes when the name is not UTF-8. */
 export type FsPath = string | Buffer;
 
@@ -34,6 +36,7 @@ function sequenceLength(bytes: Uint8Array, at: number): number {
 
 /** Decode UTF-8 like Python's `bytes.decode('utf-8', 'surrogateescape')`. */
 export function decodeSurrogateEscape(bytes: Uint8Array): string {
+  if (isUtf8(bytes)) return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
   let out = '';
   let at = 0;
   while (at < bytes.length) {
@@ -51,12 +54,7 @@ export function decodeSurrogateEscape(bytes: Uint8Array): string {
 
 /** Whether the bytes are valid UTF-8, so a plain string names the same file. */
 export function isUtf8(bytes: Uint8Array): boolean {
-  for (let at = 0; at < bytes.length; ) {
-    const length = sequenceLength(bytes, at);
-    if (length === 0) return false;
-    at += length;
-  }
-  return true;
+  return bufferIsUtf8(bytes);
 }
 
 /** `dir/name` for a directory and a raw entry name, keeping raw bytes only where needed. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { STATE_DIR_LINE_PREFIX, parseOperandLine } from '@prun/unit-state';
+import type { WatchLoop } from './loop.js';
 import { UsageError } from './settings.js';
 
 export interface ParsedArgs {
@@ -122,4 +123,87 @@ export function guardStdout(): void {
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EPIPE') throw error;
   });
+}
+
+/** What a watch bin (monitor or gather) plugs into `runWatchCli`. */
+export interface WatchCli<Settings, Run extends WatchLoop> {
+  bin: string;
+  help: string;
+  /** Print a usage failure (exit 2 is set by the caller). `showUsage` adds the usage line. */
+  usageFailure: (json: boolean, message: string, showUsage: boolean) => void;
+  /** What is missing when no operand was given, e.g. `<state-dir>`. */
+  operandName: string;
+  /** Read the settings from the environment (throws UsageError). */
+  settings: () => Settings;
+  create: (args: ParsedArgs, settings: Settings) => Run;
+  add: (run: Run, operand: string, fromStateDirLine: boolean) => void;
+  /** Runs after the watch ends, before the exit code is set (to clear a live view). */
+  finish?: () => void;
+}
+
+/**
+ * The shared shape of both bins: options, help and version, operands from argv or stdin, the
+ * watch, the exit code; a UsageError is one line and exit 2, anything else one line and 70.
+ */
+export async function runWatchCli<Settings, Run extends WatchLoop>(
+  argv: readonly string[],
+  cli: WatchCli<Settings, Run>,
+): Promise<void> {
+  guardStdout();
+  const end = argv.indexOf('--');
+  const json = (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+  const usageFailure = (message: string, showUsage: boolean): void => {
+    cli.usageFailure(json, message, showUsage);
+    process.exitCode = 2;
+  };
+  try {
+    const args = parseArgs(argv);
+    if (args.help) {
+      process.stdout.write(cli.help);
+      return;
+    }
+    if (args.version) {
+      writeLine(packageVersion());
+      return;
+    }
+    const settings = cli.settings();
+    if (!args.stdin && args.operands.length === 0) {
+      usageFailure(`need at least one ${cli.operandName}`, true);
+      return;
+    }
+    const run = cli.create(args, settings);
+    if (args.stdin) {
+      let count = 0;
+      run.onStop(
+        readStdinOperands(
+          process.stdin,
+          (operand, fromStateDirLine) => {
+            count += 1;
+            cli.add(run, operand, fromStateDirLine);
+          },
+          () => {
+            if (count > 0) {
+              run.endOperands();
+              return;
+            }
+            run.stop(2);
+            usageFailure(`no ${cli.operandName} on stdin`, false);
+          },
+        ),
+      );
+    } else {
+      for (const operand of args.operands) cli.add(run, operand, false);
+      run.endOperands();
+    }
+    const code = await run.finished;
+    cli.finish?.();
+    if (process.exitCode === undefined) process.exitCode = code;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      usageFailure(error.message, false);
+      return;
+    }
+    process.stderr.write(`${cli.bin}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 70;
+  }
 }

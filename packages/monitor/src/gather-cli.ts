@@ -1,8 +1,6 @@
-import { guardStdout, packageVersion, parseArgs, readStdinOperands, writeLine } from './cli-common.js';
+import { runWatchCli, writeLine } from './cli-common.js';
 import { GatherRun, type GatherRecord } from './gather.js';
-import { GATHER_ENV, UsageError, readSettings } from './settings.js';
-
-const BIN = 'prun-gather';
+import { GATHER_ENV, readSettings } from './settings.js';
 
 const HELP = `Usage: prun-gather [--json] RESULT_FILE...
        prun-gather [--json] -        (operands from stdin, one per line)
@@ -38,61 +36,19 @@ function format(record: GatherRecord, json: boolean): string {
   return `TIMEOUT remaining=${record.remaining}`;
 }
 
-function usageFailure(message: string): void {
-  process.stderr.write(`${BIN}: ${message}\nusage: prun-gather [--json] <result-file> [<result-file> ...] | prun-gather [--json] -\n`);
-  process.exitCode = 2;
-}
-
 export async function main(argv: string[]): Promise<void> {
-  guardStdout();
-  try {
-    const args = parseArgs(argv);
-    if (args.help) {
-      process.stdout.write(HELP);
-      return;
-    }
-    if (args.version) {
-      writeLine(packageVersion());
-      return;
-    }
-    const settings = readSettings(process.env, GATHER_ENV);
-    if (!args.stdin && args.operands.length === 0) {
-      usageFailure('need at least one <result-file>');
-      return;
-    }
-    const run = new GatherRun({ settings, cwd: process.cwd(), emit: (record) => writeLine(format(record, args.json)) });
-    if (args.stdin) {
-      let count = 0;
-      run.onStop(
-        readStdinOperands(
-          process.stdin,
-          (operand, fromStateDirLine) => {
-            count += 1;
-            if (fromStateDirLine) run.addStateDir(operand);
-            else run.addFile(operand);
-          },
-          () => {
-            if (count === 0) {
-              run.stop(2);
-              usageFailure('no result files on stdin');
-              return;
-            }
-            run.endOperands();
-          },
-        ),
-      );
-    } else {
-      for (const operand of args.operands) run.addFile(operand);
-      run.endOperands();
-    }
-    const code = await run.finished;
-    if (process.exitCode === undefined) process.exitCode = code;
-  } catch (error) {
-    if (error instanceof UsageError) {
-      usageFailure(error.message);
-      return;
-    }
-    process.stderr.write(`${BIN}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 70;
-  }
+  await runWatchCli(argv, {
+    bin: 'prun-gather',
+    help: HELP,
+    operandName: '<result-file>',
+    // As the original: a usage error prints nothing on stdout.
+    usageFailure: (_json, message) => {
+      process.stderr.write(`prun-gather: ${message}\n`);
+      process.stderr.write('usage: prun-gather [--json] <result-file> [<result-file> ...] | prun-gather [--json] -\n');
+    },
+    settings: () => readSettings(process.env, GATHER_ENV),
+    create: (args, settings) =>
+      new GatherRun({ settings, cwd: process.cwd(), emit: (record) => writeLine(format(record, args.json)) }),
+    add: (run, operand, fromStateDirLine) => (fromStateDirLine ? run.addStateDir(operand) : run.addFile(operand)),
+  });
 }

@@ -3,7 +3,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { readResultPathEntry } from '@prun/unit-state';
 import { statRegularFile, type FileFacts } from './observe.js';
 import type { GatherSettings } from './settings.js';
-import { Waker, type WatchFunction } from './watch.js';
+import { WatchLoop, type LoopOptions } from './loop.js';
 
 /**
  * When a result file lands: a regular file with at least one byte whose mtime is at least the
@@ -37,12 +37,10 @@ export type GatherRecord =
   | { event: 'done'; path: string }
   | { event: 'timeout'; remaining: number };
 
-export interface GatherOptions {
+export interface GatherOptions extends LoopOptions {
   settings: GatherSettings;
   cwd: string;
   emit: (record: GatherRecord) => void;
-  watch?: WatchFunction;
-  now?: () => number;
 }
 
 interface Awaited {
@@ -51,42 +49,19 @@ interface Awaited {
   landed: boolean;
 }
 
-const MIN_POLL_MS = 100;
-
 /**
  * Waits for result files. Operands join with `addFile` / `addStateDir`; `endOperands` prints
  * GATHER-START and starts landing them. The timeout runs from construction, so a producer that
  * never closes stdin still gets its TIMEOUT line.
  */
-export class GatherRun {
-  readonly finished: Promise<number>;
+export class GatherRun extends WatchLoop {
   readonly #options: GatherOptions;
-  readonly #now: () => number;
-  readonly #startMs: number;
   readonly #files: Awaited[] = [];
-  readonly #waker: Waker;
-  #operandsComplete = false;
-  #startPrinted = false;
-  #done = false;
-  #resolve!: (code: number) => void;
-  #onStop: (() => void) | undefined;
 
   constructor(options: GatherOptions) {
+    super(options);
     this.#options = options;
-    this.#now = options.now ?? Date.now;
-    this.#startMs = this.#now();
-    this.finished = new Promise((resolvePromise) => {
-      this.#resolve = resolvePromise;
-    });
-    this.#waker = new Waker(
-      () => this.pass(),
-      options.watch ? { watch: options.watch } : {},
-    );
-    this.#waker.wakeAt(this.#startMs + options.settings.timeoutS * 1000, this.#startMs);
-  }
-
-  onStop(callback: () => void): void {
-    this.#onStop = callback;
+    this.waker.wakeAt(this.startMs + options.settings.timeoutS * 1000, this.startMs);
   }
 
   addFile(path: string): void {
@@ -106,32 +81,25 @@ export class GatherRun {
     });
   }
 
-  endOperands(): void {
-    if (this.#done) return;
-    this.#operandsComplete = true;
-    this.#printStart();
-    this.pass();
-  }
-
   pass(): void {
-    if (this.#done) return;
+    if (this.done) return;
     const { settings } = this.#options;
-    const nowMs = this.#now();
-    const timeoutAtMs = this.#startMs + settings.timeoutS * 1000;
+    const nowMs = this.now();
+    const timeoutAtMs = this.startMs + settings.timeoutS * 1000;
     // As the original: the timeout is checked before the scan, so a timeout of 0 lands nothing.
     if (nowMs >= timeoutAtMs) {
-      this.#printStart();
+      this.printStart();
       this.#options.emit({ event: 'timeout', remaining: this.#files.filter((f) => !f.landed).length });
       this.stop(2);
       return;
     }
-    let wakeAtMs = Math.min(timeoutAtMs, nowMs + Math.max(MIN_POLL_MS, settings.pollS * 1000));
-    if (this.#operandsComplete) {
+    let wakeAtMs = this.nextLookMs(nowMs, settings.pollS, settings.timeoutS);
+    if (this.operandsComplete) {
       for (const file of this.#files) {
         if (file.landed) continue;
         const path = file.path();
         if (path === null) continue;
-        this.#waker.watchFile(path);
+        this.waker.watchFile(path);
         const landing = landingOf(statRegularFile(path), settings.stableWindowS, nowMs);
         if (landing === 'landed') {
           file.landed = true;
@@ -145,20 +113,10 @@ export class GatherRun {
         return;
       }
     }
-    this.#waker.wakeAt(wakeAtMs, this.#now());
+    this.waker.wakeAt(wakeAtMs, this.now());
   }
 
-  stop(code: number): void {
-    if (this.#done) return;
-    this.#done = true;
-    this.#waker.close();
-    this.#onStop?.();
-    this.#resolve(code);
-  }
-
-  #printStart(): void {
-    if (this.#startPrinted) return;
-    this.#startPrinted = true;
+  protected emitStart(): void {
     this.#options.emit({ event: 'start', count: this.#files.length, timeoutS: this.#options.settings.timeoutS });
   }
 }

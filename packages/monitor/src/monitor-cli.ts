@@ -1,18 +1,7 @@
 import { formatStatus } from './classify.js';
-import {
-  LiveView,
-  colourWanted,
-  guardStdout,
-  liveViewWanted,
-  packageVersion,
-  parseArgs,
-  readStdinOperands,
-  writeLine,
-} from './cli-common.js';
+import { LiveView, colourWanted, liveViewWanted, runWatchCli, writeLine } from './cli-common.js';
 import { MonitorRun, type MonitorRecord } from './monitor.js';
-import { MONITOR_ENV, UsageError, readSettings } from './settings.js';
-
-const BIN = 'prun-monitor';
+import { MONITOR_ENV, readSettings } from './settings.js';
 
 const HELP = `Usage: prun-monitor [--json] STATE_DIR...
        prun-monitor [--json] -        (state directories from stdin, one per line)
@@ -67,74 +56,32 @@ function jsonLine(record: MonitorRecord): string {
   });
 }
 
-function usageFailure(json: boolean, message: string, showUsage: boolean): void {
-  writeLine(json ? JSON.stringify({ event: 'usage-error', message }) : 'MONITOR-EVENT usage-error');
-  process.stderr.write(`${BIN}: ${message}\n`);
-  if (showUsage) process.stderr.write('Usage: prun-monitor [--json] STATE_DIR... | prun-monitor [--json] -\n');
-  process.exitCode = 2;
-}
-
 export async function main(argv: string[]): Promise<void> {
-  guardStdout();
-  const json = argv.slice(0, argv.indexOf('--') === -1 ? argv.length : argv.indexOf('--')).includes('--json');
-  try {
-    const args = parseArgs(argv);
-    if (args.help) {
-      process.stdout.write(HELP);
-      return;
-    }
-    if (args.version) {
-      writeLine(packageVersion());
-      return;
-    }
-    const settings = readSettings(process.env, MONITOR_ENV);
-    if (!args.stdin && args.operands.length === 0) {
-      usageFailure(json, 'need at least one <state-dir>', true);
-      return;
-    }
-    const view = liveViewWanted(process.env, process.stderr.isTTY === true)
-      ? new LiveView(process.stderr, colourWanted(process.env))
-      : undefined;
-    const run = new MonitorRun({
-      settings,
-      cwd: process.cwd(),
-      emit: (record) => {
-        view?.clear();
-        for (const line of args.json ? [jsonLine(record)] : textLines(record)) writeLine(line);
-      },
-      ...(view ? { onPass: (units) => view.render(units.map((u) => ({ name: u.name, status: formatStatus(u.status) }))) } : {}),
-    });
-    if (args.stdin) {
-      let count = 0;
-      const stopReading = readStdinOperands(
-        process.stdin,
-        (operand) => {
-          count += 1;
-          run.addUnit(operand);
+  const view = liveViewWanted(process.env, process.stderr.isTTY === true)
+    ? new LiveView(process.stderr, colourWanted(process.env))
+    : undefined;
+  await runWatchCli(argv, {
+    bin: 'prun-monitor',
+    help: HELP,
+    operandName: '<state-dir>',
+    usageFailure: (json, message, showUsage) => {
+      // Coordinators parse stdout: even a usage error says so there.
+      writeLine(json ? JSON.stringify({ event: 'usage-error', message }) : 'MONITOR-EVENT usage-error');
+      process.stderr.write(`prun-monitor: ${message}\n`);
+      if (showUsage) process.stderr.write('Usage: prun-monitor [--json] STATE_DIR... | prun-monitor [--json] -\n');
+    },
+    settings: () => readSettings(process.env, MONITOR_ENV),
+    create: (args, settings) =>
+      new MonitorRun({
+        settings,
+        cwd: process.cwd(),
+        emit: (record) => {
+          view?.clear();
+          for (const line of args.json ? [jsonLine(record)] : textLines(record)) writeLine(line);
         },
-        () => {
-          if (count === 0) {
-            run.stop(2);
-            usageFailure(args.json, 'no state directories on stdin', false);
-            return;
-          }
-          run.endOperands();
-        },
-      );
-      run.onStop(stopReading);
-    } else {
-      for (const operand of args.operands) run.addUnit(operand);
-      run.endOperands();
-    }
-    const code = await run.finished;
-    view?.clear();
-    if (process.exitCode === undefined) process.exitCode = code;
-  } catch (error) {
-    if (error instanceof UsageError) {
-      usageFailure(json, error.message, false);
-      return;
-    }
-    process.stderr.write(`${BIN}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 70;
-  }
+        ...(view ? { onPass: (units) => view.render(units.map((u) => ({ name: u.name, status: formatStatus(u.status) }))) } : {}),
+      }),
+    add: (run, operand) => run.addUnit(operand),
+    finish: () => view?.clear(),
+  });
 }

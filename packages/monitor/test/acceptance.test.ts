@@ -6,12 +6,9 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { STATE_FILES, fallbackHeader, formatStateDirLine, publishAtomic, renderFallback, resultHeader } from '@prun/unit-state';
-import { cleanEnv, monitorBin, repoRoot, start, tempDir } from './helpers.js';
+import { cleanEnv, monitorBin, repoRoot, start, tempDirs } from './helpers.js';
 
-const cleanups: Array<() => void> = [];
-afterAll(() => {
-  for (const cleanup of cleanups.splice(0)) cleanup();
-});
+const { base } = tempDirs(afterAll);
 
 const WINDOW_S = 1;
 const monitorSettings = {
@@ -34,8 +31,7 @@ function digestOf(stdout: string): string[] {
 
 describe('acceptance: fail wakes the monitor while a unit hangs', () => {
   it.skipIf(!dispatcherReady)('end to end with prun-dispatch-agy and the fake agy', async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = base();
     writeFileSync(join(dir, 'prompt.txt'), 'Audit section 3\n');
     const env = cleanEnv({
       HOME: dir,
@@ -94,8 +90,7 @@ describe('acceptance: fail wakes the monitor while a unit hangs', () => {
   });
 
   it('with state written by unit-state (the same scenario without the dispatcher)', async () => {
-    const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    const dir = base();
     const units = ['ok', 'bad', 'hang'].map((unit) => {
       const stateDir = join(dir, `prun-task-00000000-${unit}-1-0123456789abcdef`);
       mkdirSync(stateDir);

@@ -1,23 +1,10 @@
-import { mkdirSync, realpathSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { STATE_FILES } from '@prun/unit-state';
-import { cleanEnv, gatherBin, gatherEnv, run, setMtimeAgo, start, tempDir } from './helpers.js';
+import { cleanEnv, count, gatherBin, gatherEnv, run, setMtimeAgo, start, tempDirs } from './helpers.js';
 
-const cleanups: Array<() => void> = [];
-afterAll(() => {
-  for (const cleanup of cleanups.splice(0)) cleanup();
-});
-function base(): string {
-  const { dir, cleanup } = tempDir();
-  cleanups.push(cleanup);
-  // The DONE path is physical, and the temp dir may sit behind a symlink.
-  return realpathSync(dir);
-}
-
-function count(text: string, needle: string): number {
-  return text.split(needle).length - 1;
-}
+const { base } = tempDirs(afterAll);
 
 // The upstream inventory (tests/test_gather.py).
 describe.concurrent('prun-gather: upstream contract', () => {
@@ -192,7 +179,7 @@ describe.concurrent('prun-gather: event-driven, stdin, --json', () => {
   it('stdin without operands is a usage error', async () => {
     const r = await run(gatherBin, ['-'], gatherEnv(), { input: '' });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('prun-gather: no result files on stdin');
+    expect(r.stderr).toContain('prun-gather: no <result-file> on stdin');
   });
 
   it('--json prints NDJSON events with the same exit codes', async () => {

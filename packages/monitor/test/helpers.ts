@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type SpawnOptions } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +9,29 @@ export const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 export const repoRoot = join(packageRoot, '..', '..');
 export const monitorBin = join(packageRoot, 'bin', 'prun-monitor.js');
 export const gatherBin = join(packageRoot, 'bin', 'prun-gather.js');
+
+/**
+ * Temp dirs for one test file, all removed after the file (tests in a file run concurrently,
+ * so nothing is removed before every test is through). `base()` is a fresh one, symlinks resolved.
+ */
+export function tempDirs(afterAll: (fn: () => void) => void): { base: () => string } {
+  const cleanups: Array<() => void> = [];
+  afterAll(() => {
+    for (const cleanup of cleanups.splice(0)) cleanup();
+  });
+  return {
+    base: () => {
+      const { dir, cleanup } = tempDir();
+      cleanups.push(cleanup);
+      return realpathSync(dir);
+    },
+  };
+}
+
+/** How often `needle` occurs in `text`. */
+export function count(text: string, needle: string): number {
+  return text.split(needle).length - 1;
+}
 
 /** A temp dir for one test, removed by the returned cleanup. */
 export function tempDir(): { dir: string; cleanup: () => void } {

@@ -11,22 +11,11 @@ import {
   run,
   setMtimeAgo,
   start,
-  tempDir,
+  tempDirs,
+  count,
 } from './helpers.js';
 
-const cleanups: Array<() => void> = [];
-afterAll(() => {
-  for (const cleanup of cleanups.splice(0)) cleanup();
-});
-function base(): string {
-  const { dir, cleanup } = tempDir();
-  cleanups.push(cleanup);
-  return dir;
-}
-
-function count(text: string, needle: string): number {
-  return text.split(needle).length - 1;
-}
+const { base } = tempDirs(afterAll);
 
 // The upstream inventory (tests/test_monitor.py, 13 contract tests).
 describe.concurrent('prun-monitor: upstream contract', () => {
@@ -451,7 +440,7 @@ describe.concurrent('prun-monitor: operands from stdin and --json', () => {
     const r = await run(monitorBin, ['-'], monitorEnv(), { input: '\n' });
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('MONITOR-EVENT usage-error\n');
-    expect(r.stderr).toContain('prun-monitor: no state directories on stdin');
+    expect(r.stderr).toContain('prun-monitor: no <state-dir> on stdin');
   });
 
   it('--json prints the same events as NDJSON with the same exit code', async () => {

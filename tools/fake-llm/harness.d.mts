@@ -94,10 +94,19 @@ export interface ProcessInfo {
   cmdline: string;
 }
 
-/** A substring of the space-joined argv, a RegExp tested on it, or a predicate. */
-export type ProcessMatch = string | RegExp | ((argv: string[], pid: number) => boolean);
+/**
+ * A substring of the space-joined argv, a RegExp tested on it, or a predicate. With
+ * { environ: true } a substring/RegExp also matches any NAME=value of the process's
+ * environment, and a predicate receives it (otherwise `environ` is []).
+ */
+export type ProcessMatch = string | RegExp | ((argv: string[], pid: number, environ: string[]) => boolean);
 
-/** Live processes other than the caller whose /proc/<pid>/cmdline matches. */
-export declare function listProcesses(match: ProcessMatch): ProcessInfo[];
+export interface ProcessScanOptions {
+  /** Also read /proc/<pid>/environ (e.g. to find a runner by its PI_CODING_AGENT_DIR). Default false. */
+  environ?: boolean;
+}
+
+/** Live processes other than the caller whose /proc/<pid>/cmdline (and environ) matches. */
+export declare function listProcesses(match: ProcessMatch, options?: ProcessScanOptions): ProcessInfo[];
 /** Polls every 50 ms; resolves [] once none match, rejects naming survivors after timeoutMs (default 5000). */
-export declare function waitForNoProcesses(pattern: ProcessMatch, timeoutMs?: number): Promise<ProcessInfo[]>;
+export declare function waitForNoProcesses(pattern: ProcessMatch, timeoutMs?: number, options?: ProcessScanOptions): Promise<ProcessInfo[]>;

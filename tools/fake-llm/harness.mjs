@@ -93,10 +93,10 @@ export function makePiEnv({ port, root, retryBaseDelayMs = 100, compileCacheDir 
   return { env, agentDir, stateHome, tmpDir, home, cwd };
 }
 
-/** Reads one process's argv from /proc, or null if it vanished or is unreadable. */
-function readCmdline(pid) {
+/** Reads a NUL-separated /proc file as a list, or null if the process vanished or hides it. */
+function readProcList(pid, name) {
   try {
-    const raw = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    const raw = readFileSync(`/proc/${pid}/${name}`, 'utf8');
     if (raw === '') return null; // kernel threads and zombies
     return raw.replace(/\0$/, '').split('\0');
   } catch {
@@ -104,36 +104,42 @@ function readCmdline(pid) {
   }
 }
 
+function toPredicate(match) {
+  if (typeof match === 'function') return match;
+  if (match instanceof RegExp) return (argv, _pid, environ) => match.test(argv.join(' ')) || environ.some((v) => match.test(v));
+  const needle = String(match);
+  return (argv, _pid, environ) => argv.join(' ').includes(needle) || environ.some((v) => v.includes(needle));
+}
+
 /**
- * Live processes (other than this one) whose argv satisfies `match`: a function of
- * (argv: string[], pid: number), or a string/RegExp tested against the argv joined by spaces.
+ * Live processes (other than this one) that `match`: a predicate (argv, pid, environ), or a
+ * string/RegExp tested on the argv joined by spaces and, with { environ: true }, on each
+ * NAME=value of the process environment too (which catches a runner whose argv does not
+ * name the test root but whose PI_CODING_AGENT_DIR does).
  */
-export function listProcesses(match) {
-  const test =
-    typeof match === 'function'
-      ? match
-      : match instanceof RegExp
-        ? (argv) => match.test(argv.join(' '))
-        : (argv) => argv.join(' ').includes(String(match));
+export function listProcesses(match, { environ = false } = {}) {
+  const test = toPredicate(match);
   const found = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
     if (pid === process.pid) continue;
-    const argv = readCmdline(pid);
-    if (argv && test(argv, pid)) found.push({ pid, argv, cmdline: argv.join(' ') });
+    const argv = readProcList(pid, 'cmdline');
+    if (!argv) continue;
+    const env = environ ? (readProcList(pid, 'environ') ?? []) : [];
+    if (test(argv, pid, env)) found.push({ pid, argv, cmdline: argv.join(' ') });
   }
   return found;
 }
 
 /**
- * Polls until no process matches `pattern` (see listProcesses). Resolves to [] on success;
- * rejects after `timeoutMs` with an error naming the survivors.
+ * Polls until no process matches (see listProcesses). Resolves to [] on success; rejects
+ * after `timeoutMs` with an error naming the survivors.
  */
-export async function waitForNoProcesses(pattern, timeoutMs = 5000) {
+export async function waitForNoProcesses(pattern, timeoutMs = 5000, options = {}) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const left = listProcesses(pattern);
+    const left = listProcesses(pattern, options);
     if (left.length === 0) return left;
     if (Date.now() >= deadline) {
       const names = left.map((p) => `${p.pid}: ${p.cmdline.slice(0, 200)}`).join('; ');

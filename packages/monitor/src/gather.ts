@@ -65,8 +65,8 @@ export class GatherRun extends WatchLoop {
   }
 
   addFile(path: string): void {
-    const absolute = donePath(path, this.#options.cwd);
-    this.#files.push({ path: () => absolute, landed: false });
+    // Resolved at each look: a directory created after the start still prints physically.
+    this.#files.push({ path: () => donePath(path, this.#options.cwd), landed: false });
   }
 
   /** A `STATE-DIR` operand: the result its `result-file` names (read again until it names one). */

@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import { appendFileSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { STATE_FILES } from '@prun/unit-state';
 
 export const title = 'prun-monitor: reaction latency (result lands -> exit) and CPU for 200 growing units';
 
@@ -28,9 +29,9 @@ async function reactionOnce(ctx) {
   const dir = ctx.tempDir();
   const unit = join(dir, 'prun-task-bench');
   mkdirSync(unit);
-  writeFileSync(join(unit, 'tail'), 'x\n');
+  writeFileSync(join(unit, STATE_FILES.tail), 'x\n');
   const result = join(dir, 'r.md');
-  writeFileSync(join(unit, 'result-file'), `${result}\n`);
+  writeFileSync(join(unit, STATE_FILES.resultFile), `${result}\n`);
   const monitor = startMonitor(ctx, [unit], { PRUN_MONITOR_STABLE_WINDOW: String(WINDOW_S) });
   await monitor.started;
   writeFileSync(`${result}.tmp`, '# bench result\n');
@@ -67,8 +68,8 @@ export async function run(ctx) {
   for (let i = 0; i < UNITS; i += 1) {
     const unit = join(dir, `prun-task-u${i}`);
     mkdirSync(unit);
-    writeFileSync(join(unit, 'tail'), '{"event": "init"}\n');
-    writeFileSync(join(unit, 'result-file'), `${join(dir, `u${i}.md`)}\n`);
+    writeFileSync(join(unit, STATE_FILES.tail), '{"event": "init"}\n');
+    writeFileSync(join(unit, STATE_FILES.resultFile), `${join(dir, `u${i}.md`)}\n`);
     units.push(unit);
   }
   const env = { PATH: process.env.PATH, BENCH_DIR: dir };
@@ -82,7 +83,7 @@ export async function run(ctx) {
     { ...env, PRUN_MONITOR_TIMEOUT: String(seconds) },
     () => {
       writer = setInterval(() => {
-        appendFileSync(join(units[next], 'tail'), '{"event": "message", "text": "working"}\n');
+        appendFileSync(join(units[next], STATE_FILES.tail), '{"event": "message", "text": "working"}\n');
         next = (next + 1) % units.length;
       }, 1000 / UNITS);
     },

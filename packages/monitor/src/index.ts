@@ -21,3 +21,4 @@ export { observeUnit, probeDispatch, statRegularFile, type UnitObservation, type
 export { Waker, type WatchFunction } from './watch.js';
 export { MonitorRun, type MonitorOptions, type MonitorRecord, type UnitReport } from './monitor.js';
 export { GatherRun, landingOf, donePath, type GatherOptions, type GatherRecord } from './gather.js';
+export { WatchLoop, type LoopOptions } from './loop.js';

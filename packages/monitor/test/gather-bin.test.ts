@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { STATE_FILES } from '@prun/unit-state';
@@ -194,5 +194,16 @@ describe.concurrent('prun-gather: event-driven, stdin, --json', () => {
       { event: 'done', path: file },
       { event: 'timeout', remaining: 1 },
     ]);
+  });
+});
+
+describe('prun-gather: deployed-path inventory', () => {
+  it('leaves nothing in TMPDIR and exits 2 on timeout (no re-exec copy)', async () => {
+    const b = base();
+    const tmp = join(b, 'tmp');
+    mkdirSync(tmp);
+    const r = await run(gatherBin, [join(b, 'never.md')], gatherEnv({ TMPDIR: tmp, AGENT_CONFIG_GATHER_TIMEOUT: '1' }));
+    expect(r.code).toBe(2);
+    expect(readdirSync(tmp)).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
-import { mkdirSync, renameSync, writeFileSync, chmodSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { STATE_FILES } from '@prun/unit-state';
@@ -470,5 +471,33 @@ describe.concurrent('prun-monitor: operands from stdin and --json', () => {
     const u1 = makeStateDir(b, 'u1', { tail: 'frozen\n' });
     const r = await run(monitorBin, [u1.dir], monitorEnv());
     expect(r.stderr).toBe('');
+  });
+});
+
+// tests/test_prun_deployed_path.py (Windows-only upstream; the parts that hold anywhere).
+describe.concurrent('prun-monitor: deployed-path inventory', () => {
+  it('leaves nothing in TMPDIR and exits 2 on timeout (no re-exec copy)', async () => {
+    const b = base();
+    const tmp = join(b, 'tmp');
+    mkdirSync(tmp);
+    const u1 = makeStateDir(b, 'u1', { tail: '' });
+    writeFileSync(join(u1.dir, STATE_FILES.resultFile), join(b, 'never.md'));
+    const r = await run(monitorBin, [u1.dir], monitorEnv({ TMPDIR: tmp, PRUN_STALL_THRESHOLD: '600', PRUN_MONITOR_TIMEOUT: '1' }));
+    expect(r.code).toBe(2);
+    expect(readdirSync(tmp)).toEqual([]);
+  });
+
+  it('reads a live dispatch pid as stalled, not dead', async () => {
+    const b = base();
+    const sleeper = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      const u1 = makeStateDir(b, 'u1', { tail: '', dispatchPid: String(sleeper.pid) });
+      const r = await run(monitorBin, [u1.dir], monitorEnv({ PRUN_MONITOR_TIMEOUT: '3' }));
+      expect(r.code).toBe(3);
+      expect(r.stdout).toContain('stalled(');
+      expect(r.stdout).not.toContain('failed(dispatch-dead)');
+    } finally {
+      sleeper.kill();
+    }
   });
 });

@@ -170,6 +170,8 @@ async function runCommand(options: Options, env: Env): Promise<number> {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // A reader that stops early (`prun-quota route | head -c0`) is not an error worth a stack trace.
+  process.stdout.on('error', () => undefined);
   try {
     process.exitCode = await runCommand(parseArgv(argv), process.env);
   } catch (error) {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { toEpochMs } from './clock.js';
 import { parseIsoInstant } from './iso-time.js';
-import type { Pool } from './models.js';
+import { pyStrip, type Pool } from './models.js';
 
 /** The two windows Agy meters. A move on headroom needs both reported for the destination. */
 export const REQUIRED_WINDOWS = ['5h', 'weekly'] as const;
@@ -86,7 +86,7 @@ export function bucketWindow(bucket: Record<string, unknown>): QuotaWindow | nul
   const idText = scalarText(bucket['id'] ?? '');
   const idSuffix = idText.slice(idText.lastIndexOf('-') + 1);
   for (const candidate of [bucket['window'], idSuffix]) {
-    const text = (candidate ? scalarText(candidate) : '').trim().toLowerCase();
+    const text = pyStrip(candidate ? scalarText(candidate) : '').toLowerCase();
     if ((REQUIRED_WINDOWS as readonly string[]).includes(text)) return text as QuotaWindow;
   }
   return null;
@@ -107,7 +107,7 @@ function bucketRemaining(bucket: Record<string, unknown>): number | null {
 
 function bucketReset(bucket: Record<string, unknown>): string {
   const value = bucket['reset_time'];
-  return (value ? scalarText(value) : '').trim();
+  return pyStrip(value ? scalarText(value) : '');
 }
 
 /**

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_MODEL, SECOND_MODEL } from '@prun/model-resolve';
 import { readPoolStates, recheckAfterFallback, route, gateEnabled, routeNeedsSnapshot, type PoolStates } from '../src/index.js';
@@ -216,5 +217,36 @@ describe('PRUN_AGY_QUOTA_GATE', () => {
   it('a model in no known pool needs no snapshot', () => {
     expect(routeNeedsSnapshot('some-future-model', {})).toBe(false);
     expect(routeNeedsSnapshot('GPT-oss-120b-medium', {})).toBe(true);
+  });
+});
+
+describe('routing invariants (property)', () => {
+  const fraction = fc.oneof(fc.constant(0), fc.constant(1), fc.double({ min: -0.5, max: 1.5, noNaN: true }));
+  const state = fc.option(
+    fc.record({ remaining: fraction, reset: fc.constantFrom('', 'r'), windows: fc.subarray(['5h', 'weekly'] as const) }),
+    { nil: undefined },
+  );
+  const model = fc.constantFrom(DEFAULT_MODEL, SECOND_MODEL, 'gemini-3.1-pro-low', 'claude-opus-4-6-thinking', 'gpt-oss-120b-medium', 'llama-4');
+
+  it('blocks only into a pool read as empty, runs only known models or the default, never blocks an unknown pool', () => {
+    fc.assert(
+      fc.property(model, fc.boolean(), state, state, (name, pinned, gemini, second) => {
+        const states: PoolStates = { ...(gemini ? { gemini } : {}), ...(second ? { second } : {}) };
+        const decision = route(name, pinned, states, {});
+        if (decision.block !== undefined) {
+          expect(decision.note).toBeUndefined();
+          const pool = name.startsWith('gemini-') ? gemini : name === 'llama-4' ? undefined : second;
+          expect(pool !== undefined && pool.remaining <= 0).toBe(true);
+        }
+        if (decision.model !== name) expect([DEFAULT_MODEL, SECOND_MODEL]).toContain(decision.model);
+        if (decision.model === SECOND_MODEL && name !== SECOND_MODEL) {
+          expect(pinned).toBe(false);
+          expect(decision.note?.startsWith('MODEL-BALANCE ')).toBe(true);
+        }
+        if (name === 'llama-4' || (gemini === undefined && second === undefined)) expect(decision).toEqual({ model: name });
+        expect(route(name, pinned, states, { PRUN_AGY_QUOTA_GATE: 'disabled' })).toEqual({ model: name });
+      }),
+      { numRuns: 500 },
+    );
   });
 });

@@ -1,7 +1,7 @@
 // Shared set-up for the black-box tests: the built bin, an isolated pi world per test, and the
 // check that no pi or runner of the test is left behind.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,42 @@ import type * as HarnessTypes from '../../../tools/fake-llm/harness.d.mts';
 export const harness: typeof HarnessTypes = harnessModule;
 export const BIN = fileURLToPath(new URL('../bin/prun-job.js', import.meta.url));
 export const SEED = '/work/shared/seeds/multi_agent.py';
+
+/**
+ * Live processes of a test: runners (their command line holds the job directory) and pi with
+ * anything it started (pi retitles itself to `pi`, so it is found by the MULTI_AGENT_JOB the
+ * runner gives it).
+ */
+export function processesOf(root: string): { pid: number; cmdline: string }[] {
+  const found: { pid: number; cmdline: string }[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ').trim();
+      const environ = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0');
+      const job = environ.find((v) => v.startsWith('MULTI_AGENT_JOB='))?.slice('MULTI_AGENT_JOB='.length);
+      const ofRoot = job !== undefined && (job === root || job.startsWith(`${root}/`));
+      if (cmdline.includes(`__runner ${root}`) || ofRoot) found.push({ pid: Number(entry), cmdline });
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return found;
+}
+
+/** Pi processes (and their children) of one job. */
+export function piOf(jobDir: string): { pid: number; cmdline: string }[] {
+  return processesOf(jobDir).filter((p) => !p.cmdline.includes('__runner'));
+}
+
+export async function waitForNone(root: string, timeoutMs = 20_000): Promise<{ pid: number; cmdline: string }[]> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const left = processesOf(root);
+    if (left.length === 0 || Date.now() > end) return left;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 export interface RunResult {
   code: number | null;
@@ -82,19 +118,13 @@ export function makeWorld(port: number, extraEnv: Record<string, string> = {}): 
       return existsSync(path) ? readFileSync(path, 'utf8') : '';
     },
     cleanup: async () => {
-      // Every runner's command line holds its job directory and every pi's its session directory,
-      // both under root: none may outlive the test.
-      let leftovers: HarnessTypes.ProcessInfo[] = [];
-      try {
-        await harness.waitForNoProcesses(root, 20_000);
-      } catch {
-        leftovers = harness.listProcesses(root);
-        for (const p of leftovers) {
-          try {
-            process.kill(p.pid, 'SIGKILL');
-          } catch {
-            // Gone meanwhile.
-          }
+      // No runner or pi of the test may outlive it.
+      const leftovers = await waitForNone(root);
+      for (const p of leftovers) {
+        try {
+          process.kill(p.pid, 'SIGKILL');
+        } catch {
+          // Gone meanwhile.
         }
       }
       rmSync(root, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { STATE_FILES } from '@prun/unit-state';
@@ -13,6 +13,7 @@ import {
   setMtimeAgo,
   start,
   tempDirs,
+  packageRoot,
   count,
 } from './helpers.js';
 
@@ -499,5 +500,16 @@ describe.concurrent('prun-monitor: deployed-path inventory', () => {
     } finally {
       sleeper.kill();
     }
+  });
+});
+
+// MonitorScriptsTracked / GatherScriptsTracked: the entry points exist where package.json says.
+describe('bins are shipped', () => {
+  it('package.json names both bins and their shims exist', () => {
+    const pkg = JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { bin: Record<string, string> };
+    expect(Object.keys(pkg.bin).sort()).toEqual(['prun-gather', 'prun-monitor']);
+    for (const path of Object.values(pkg.bin)) expect(existsSync(join(packageRoot, path))).toBe(true);
+    expect(existsSync(join(packageRoot, 'dist', 'monitor-cli.js'))).toBe(true);
+    expect(existsSync(join(packageRoot, 'dist', 'gather-cli.js'))).toBe(true);
   });
 });

@@ -173,6 +173,8 @@ export function runNode(
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       const stdout = Buffer.concat(out).toString('utf8');
+      // Exit 1 is never a dispatcher code: it means Node itself failed (shown to make it diagnosable).
+      if (code === 1) console.error(`dispatcher exited 1:\n${Buffer.concat(err).toString('utf8')}`);
       const match = /^STATE-DIR (.+)\n$/.exec(stdout);
       resolve({ code, signal, stdout, stderr: Buffer.concat(err).toString('utf8'), stateDir: match ? match[1]! : null });
     });
@@ -211,4 +213,19 @@ export function processRunning(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Roots for concurrent tests, all removed together once the file is done. */
+export function rootPool(): { root: () => Root; cleanup: () => void } {
+  const roots: Root[] = [];
+  return {
+    root: () => {
+      const r = new Root();
+      roots.push(r);
+      return r;
+    },
+    cleanup: () => {
+      for (const r of roots) r.cleanup();
+    },
+  };
 }

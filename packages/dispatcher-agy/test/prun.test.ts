@@ -5,17 +5,10 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, test } from 'vitest';
-import { BIN, Root, processRunning, readState, runNode, waitFor } from './harness.js';
+import { BIN, Root, processRunning, readState, rootPool, runNode, waitFor } from './harness.js';
 
-const roots: Root[] = [];
-function root(): Root {
-  const r = new Root();
-  roots.push(r);
-  return r;
-}
-afterAll(() => {
-  for (const r of roots) r.cleanup();
-});
+const { root, cleanup } = rootPool();
+afterAll(cleanup);
 
 function pids(file: string): number[] {
   if (!existsSync(file)) return [];

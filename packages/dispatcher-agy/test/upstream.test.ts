@@ -5,21 +5,13 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, test } from 'vitest';
-import { Root, WORKER_RESULT_TEXT, readState, snapshot } from './harness.js';
+import { WORKER_RESULT_TEXT, readState, rootPool, snapshot } from './harness.js';
 
 const DEFAULT_MODEL = 'gemini-3.8-flash-high';
 const SECOND_MODEL = 'claude-sonnet-5-5-high';
 
-const roots: Root[] = [];
-function root(): Root {
-  const r = new Root();
-  roots.push(r);
-  return r;
-}
-// Tests run concurrently; every root is removed once all of them are done.
-afterAll(() => {
-  for (const r of roots) r.cleanup();
-});
+const { root, cleanup } = rootPool();
+afterAll(cleanup);
 
 function hasPair(argv: string[], flag: string, value: string): boolean {
   return argv.some((token, i) => token === flag && argv[i + 1] === value);

@@ -44,7 +44,17 @@ function version(): string {
   return typeof found === 'string' ? found : 'unknown';
 }
 
+/** A reader that stops early (`| head`) is not an error worth a stack trace. */
+function quietOnClosedPipe(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') return;
+    process.exitCode = EXIT.internal;
+  });
+}
+
 export async function main(argv: string[]): Promise<void> {
+  quietOnClosedPipe(process.stdout);
+  quietOnClosedPipe(process.stderr);
   try {
     const parsed = parseArgs(argv);
     if (parsed.kind === 'help') {

@@ -1,9 +1,10 @@
 // Ports of the upstream tests/test_prun_report.py inventory (spec §7.4), run against the built bin.
-import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LEGAL_RESULT_PAIRS, SAFETY_SENTENCE } from '../src/index.js';
-import { cleanupTempDirs, makeUnit, pair, runBin, runJson, tempDir, unprivilegedSpawn } from './helpers.js';
+import { BIN, cleanupTempDirs, makeUnit, pair, runBin, runJson, tempDir, unprivilegedSpawn } from './helpers.js';
 
 afterEach(cleanupTempDirs);
 
@@ -500,6 +501,22 @@ describe('text output', () => {
       '',
       'Snapshotting a tail is the only safe operation offered here.',
     ]);
+  });
+});
+
+describe('pipes', () => {
+  it('stays quiet when the reader closes the pipe early', () => {
+    const root = tempDir();
+    // Far more than a pipe buffer (64 KiB), so writes are still pending when the reader leaves.
+    for (let i = 0; i < 1000; i += 1) makeUnit(root, `${'long-name-'.repeat(20)}${i}`, { tail: 'x' });
+    const errFile = join(tempDir(), 'stderr');
+    const run = spawnSync(
+      'bash',
+      ['-c', `"${process.execPath}" "${BIN}" --root "${root}" --json 2>"${errFile}" | head -c 10 >/dev/null; echo "\${PIPESTATUS[0]}"`],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
+    expect(readFileSync(errFile, 'utf8')).toBe('');
+    expect(run.stdout.trim()).toBe('0');
   });
 });
 

@@ -44,11 +44,12 @@ function fail(code: number, lines: string[]): void {
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 // A snapshot interrupted by a signal must not leave its temporary archive behind: remove it,
-// then die of the same signal so the caller sees what happened.
+// then die of the same signal so the caller sees what happened. When the bin runs inside a host
+// (`prun snapshot-tail`) that has its own handler, the host decides how to exit.
 function onSignal(signal: NodeJS.Signals): void {
   removeLiveTemporaryFiles();
-  for (const name of SIGNALS) process.removeAllListeners(name);
-  process.kill(process.pid, signal);
+  for (const name of SIGNALS) process.removeListener(name, onSignal);
+  if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
 }
 
 export async function main(argv: string[]): Promise<void> {

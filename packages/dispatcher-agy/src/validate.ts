@@ -54,10 +54,14 @@ export interface ValidateDeps {
   locateBinary: (env: NodeJS.ProcessEnv, cwd: string) => string | null;
 }
 
-/** Joined onto cwd without normalisation, as Python's `cwd / path` does. */
+/**
+ * Python's `Path(cwd) / path`: joined onto cwd, with pathlib's only clean-ups (repeated and
+ * trailing slashes, `.` segments); `..` stays as written.
+ */
 export function joinOntoCwd(cwd: string, path: string): string {
-  if (isAbsolute(path)) return path;
-  return cwd.endsWith('/') ? cwd + path : `${cwd}/${path}`;
+  const joined = isAbsolute(path) ? path : `${cwd}/${path}`;
+  const parts = joined.split('/').filter((part) => part !== '' && part !== '.');
+  return `/${parts.join('/')}`;
 }
 
 /** Python's `Path.resolve(strict=False)`: follow symlinks as far as the path exists. */
@@ -181,7 +185,7 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
     if (pyStrip(args.continueFrom) === '') {
       throw new UsageError('--continue-from requires a non-empty state directory path');
     }
-    const idFile = `${joinOntoCwd(cwd, args.continueFrom).replace(/\/+$/, '')}/conversation-id`;
+    const idFile = joinOntoCwd(joinOntoCwd(cwd, args.continueFrom), 'conversation-id');
     let bytes: Buffer;
     try {
       bytes = readFileSync(idFile);

@@ -15,6 +15,7 @@ import {
   buildWorkerArgv,
   decideOutcome,
   failureReason,
+  joinOntoCwd,
   lastLines,
   parseArgs,
   parsePythonInt,
@@ -221,6 +222,14 @@ describe('command line', () => {
       kind: 'error',
       message: 'unrecognized arguments: extra',
     });
+  });
+});
+
+describe('paths', () => {
+  test('joinOntoCwd cleans up like pathlib and keeps ..', () => {
+    expect(joinOntoCwd('/w', './a//b/')).toBe('/w/a/b');
+    expect(joinOntoCwd('/w', '../x')).toBe('/w/../x');
+    expect(joinOntoCwd('/w', '/abs/./p')).toBe('/abs/p');
   });
 });
 

@@ -177,6 +177,18 @@ describe.concurrent('clean errors', () => {
     expect(res.stderr).not.toMatch(NO_TRACE);
   });
 
+  test('a scratch directory that cannot be made is exit 2 before STATE-DIR; the state dir stays', async ({ expect }) => {
+    const r = root();
+    const file = join(r.dir, 'not-a-dir');
+    writeFileSync(file, 'x\n');
+    const res = await r.run({ env: { PRUN_SCRATCH_CWD: file } });
+    expect(res.code).toBe(2);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).toMatch(/^dispatch-task-agy: failed to prepare isolated working directory: .+\n$/);
+    expect(r.stateDirs()).toHaveLength(1);
+    expect(existsSync(r.result)).toBe(false);
+  });
+
   test('a missing binary is exit 70 before STATE-DIR', async ({ expect }) => {
     const r = root();
     for (const bin of [join(r.dir, 'no-such-agy'), '', 'no-such-agy-on-path']) {

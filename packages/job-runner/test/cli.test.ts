@@ -49,8 +49,9 @@ describe('usage and errors', () => {
       [['steer', 'x'], 'prun-job: error: expected one message (a string, or - to read stdin)'],
       [['resume'], 'prun-job: error: resume needs a job name and a prompt'],
     ];
-    for (const [args, message] of cases) {
-      const r = await w.job(args);
+    const results = await Promise.all(cases.map(([args]) => w.job(args)));
+    for (const [i, [args, message]] of cases.entries()) {
+      const r = results[i]!;
       expect({ args, code: r.code }).toEqual({ args, code: 64 });
       expect(r.stderr.split('\n')[0]).toContain(message);
       expect(r.stderr).not.toMatch(/\n\s+at /);

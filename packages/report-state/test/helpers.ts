@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { STATE_DIR_PREFIX, STATE_FILES } from '@prun/unit-state';
+import type { DiscoveryError, Summary, UnitRecord } from '../src/index.js';
 
 export const BIN = fileURLToPath(new URL('../bin/prun-report-state.js', import.meta.url));
 
@@ -84,32 +85,17 @@ export function runBin(args: readonly string[], options: SpawnSyncOptions = {}):
   };
 }
 
-export interface JsonUnit {
-  unit: string;
-  errors: { stage: string; error: string }[];
-  result_path_state: string;
-  result: string;
-  result_target: string | null;
-  tail_bytes: number | null;
-  legacy_pid_unverified?: string | null;
-}
+/** The parsed `--json` document; its shape is the library's own record and summary types. */
+export type JsonUnit = UnitRecord;
 
 export interface JsonReport {
   schema_version: number;
   roots: string[];
   unit_count: number;
-  discovery_errors: { stage: string; root?: string; unit?: string; error: string }[];
+  discovery_errors: DiscoveryError[];
   units: JsonUnit[];
   safety: string;
-  summary?: {
-    units: number;
-    by_result: Record<string, number>;
-    by_path_state: Record<string, number>;
-    missing_or_empty_result_bytes: number;
-    missing_or_empty_result_units: number;
-    unresolved_bytes: number;
-    unresolved_units: number;
-  };
+  summary?: Summary;
 }
 
 /** `--root <root> --json [extra]`: exit code, parsed report, and units by basename. */

@@ -311,57 +311,25 @@ describe('archive validation', () => {
     await expectSnapshotError(validateArchive(path, expected), EXIT.archive, 'archive did not validate: ');
   });
 
-  it('rejects an archived manifest that disagrees', async ({ root }) => {
-    const path = join(root, 'disagree.zip');
-    await buildZip(path, [
-      { name: 'tail.bin', data },
-      { name: 'manifest.json', data: manifestBytes({ ...expected, sha256: '0'.repeat(64) }) },
-    ]);
-    const error = await expectSnapshotError(validateArchive(path, expected), EXIT.archive);
-    expect(error.message).toBe('manifest.json disagrees with the manifest written');
-  });
+  // Each case: how the archive (or the expected manifest) differs, and the exact refusal.
+  const refusals: { name: string; tailCompressed?: boolean; extra?: boolean; archived?: object; given?: object; message: string }[] = [
+    { name: 'an archived manifest that disagrees', archived: { ...expected, sha256: '0'.repeat(64) }, message: 'manifest.json disagrees with the manifest written' },
+    { name: 'a compressed member', tailCompressed: true, message: 'tail.bin is not stored' },
+    { name: 'an extra member', extra: true, message: "unexpected archive members: ['extra.txt', 'manifest.json', 'tail.bin']" },
+    { name: 'a digest mismatch', given: { ...expected, sha256: sha256('other') }, message: 'tail.bin digest disagrees with manifest' },
+    { name: 'a length mismatch on its own', given: { ...expected, bytes_copied: 99 }, message: 'tail.bin length disagrees with manifest' },
+  ];
 
-  it('rejects a compressed member', async ({ root }) => {
-    const path = join(root, 'deflated.zip');
+  it.for(refusals)('rejects $name', async (refusal, { root }) => {
+    const path = join(root, 'case.zip');
+    const given = refusal.given ?? expected;
     await buildZip(path, [
-      { name: 'tail.bin', data, compress: true },
-      { name: 'manifest.json', data: manifestBytes(expected) },
+      { name: 'tail.bin', data, compress: refusal.tailCompressed ?? false },
+      { name: 'manifest.json', data: manifestBytes(refusal.archived ?? given) },
+      ...(refusal.extra ? [{ name: 'extra.txt', data: 'x' }] : []),
     ]);
-    const error = await expectSnapshotError(validateArchive(path, expected), EXIT.archive);
-    expect(error.message).toBe('tail.bin is not stored');
-  });
-
-  it('rejects an extra member', async ({ root }) => {
-    const path = join(root, 'extra.zip');
-    await buildZip(path, [
-      { name: 'tail.bin', data },
-      { name: 'manifest.json', data: manifestBytes(expected) },
-      { name: 'extra.txt', data: 'x' },
-    ]);
-    const error = await expectSnapshotError(validateArchive(path, expected), EXIT.archive);
-    expect(error.message).toBe("unexpected archive members: ['extra.txt', 'manifest.json', 'tail.bin']");
-  });
-
-  it('rejects a digest mismatch', async ({ root }) => {
-    const path = join(root, 'digest.zip');
-    const wrong = { ...expected, sha256: sha256('other') };
-    await buildZip(path, [
-      { name: 'tail.bin', data },
-      { name: 'manifest.json', data: manifestBytes(wrong) },
-    ]);
-    const error = await expectSnapshotError(validateArchive(path, wrong), EXIT.archive);
-    expect(error.message).toBe('tail.bin digest disagrees with manifest');
-  });
-
-  it('rejects a length mismatch on its own', async ({ root }) => {
-    const path = join(root, 'length.zip');
-    const wrong = { ...expected, bytes_copied: 99 };
-    await buildZip(path, [
-      { name: 'tail.bin', data },
-      { name: 'manifest.json', data: manifestBytes(wrong) },
-    ]);
-    const error = await expectSnapshotError(validateArchive(path, wrong), EXIT.archive);
-    expect(error.message).toBe('tail.bin length disagrees with manifest');
+    const error = await expectSnapshotError(validateArchive(path, given as Record<string, unknown>), EXIT.archive);
+    expect(error.message).toBe(refusal.message);
   });
 
   it('rejects something that is not a ZIP at all', async ({ root }) => {

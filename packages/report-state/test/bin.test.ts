@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from '
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LEGAL_RESULT_PAIRS, SAFETY_SENTENCE } from '../src/index.js';
-import { BIN, cleanupTempDirs, makeUnit, pair, runBin, runJson, tempDir, unprivilegedSpawn } from './helpers.js';
+import { BIN, cleanupTempDirs, makeUnit, pair, runBin, runJson, tempDir, unprivilegedSpawn, type JsonReport } from './helpers.js';
 
 afterEach(cleanupTempDirs);
 
@@ -501,6 +501,97 @@ describe('text output', () => {
       '',
       'Snapshotting a tail is the only safe operation offered here.',
     ]);
+  });
+});
+
+describe('the observed example of the spec (§5.4, §5.5)', () => {
+  function observedCorpus(): string {
+    const base = tempDir();
+    const root = join(base, 'root');
+    const out = join(base, 'out');
+    mkdirSync(out);
+    writeFileSync(join(out, 'p.md'), 'present');
+    writeFileSync(join(out, 'e.md'), '');
+    mkdirSync(join(out, 'adir'));
+    makeUnit(root, 'blank', { resultEntry: '  \n' });
+    mkdirSync(join(makeUnit(root, 'direntry'), 'result-file'));
+    mkdirSync(join(makeUnit(root, 'dirtail', { tail: null }), 'tail'));
+    makeUnit(root, 'dirtarget', { tail: 'xx', resultEntry: join(out, 'adir') });
+    makeUnit(root, 'empty', { tail: 'xxx', resultEntry: join(out, 'e.md') });
+    makeUnit(root, 'escape', { tail: 'xx', resultEntry: '../../etc/passwd' });
+    makeUnit(root, 'missing', { tail: 'x'.repeat(2_000_000), resultEntry: join(out, 'gone.md') });
+    makeUnit(root, 'noentry', { tail: 'xxxxx' });
+    makeUnit(root, 'present', { tail: 'x'.repeat(1500), resultEntry: `${join(out, 'p.md')}\n`, dispatchPid: '4242\n' });
+    const rel = makeUnit(root, 'rel', { tail: 'xx', resultEntry: 'r.md' });
+    writeFileSync(join(rel, 'r.md'), 'r');
+    makeUnit(root, 'this-is-a-very-long-unit-name-that-exceeds-the-column-width');
+    return root;
+  }
+
+  it('prints the observed table row for row', () => {
+    const root = observedCorpus();
+    const run = runBin(['--root', root, '--summary', '--include-legacy-pid']);
+    expect(run.status).toBe(1);
+    expect(run.stdout).toBe(
+      [
+        'unit                                                 result    path           tail bytes  legacy_pid_unverified',
+        '---------------------------------------------------------------------------------------------------------------',
+        'prun-task-blank                                      unknown   invalid-entry           0  -',
+        'prun-task-direntry                                   unknown   unreadable              0  -',
+        '    error [result-entry]: NotARegularFile',
+        'prun-task-dirtail                                    unknown   absent-entry            ?  -',
+        '    error [tail]: NotARegularFile',
+        'prun-task-dirtarget                                  unknown   resolved                2  -',
+        '    error [result-target]: NotARegularFile',
+        'prun-task-empty                                      empty     resolved                3  -',
+        'prun-task-escape                                     unknown   invalid-entry           2  -',
+        'prun-task-missing                                    missing   resolved        2,000,000  -',
+        'prun-task-noentry                                    unknown   absent-entry            5  -',
+        'prun-task-present                                    present   resolved            1,500  4242',
+        'prun-task-rel                                        present   resolved                2  -',
+        'prun-task-this-is-a-very-long-unit-name-that-exceeds unknown   absent-entry            0  -',
+        '',
+        'units 11   missing-or-empty result 2 units, 1.9 MiB',
+        '  unresolved    : 3 units, 0.0 MiB (tail present, result never classified)',
+        '  by result     : unknown=7 empty=1 missing=1 present=2',
+        '  by path state : invalid-entry=2 unreadable=1 absent-entry=3 resolved=5',
+        '',
+        'Snapshotting a tail is the only safe operation offered here.',
+        'This output does not establish that deleting, overwriting, or',
+        'promoting any unit is safe.',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('gives the observed JSON for the full option set', () => {
+    const root = observedCorpus();
+    const run = runBin([
+      '--root', root, '--root', join(root, 'nonexist'), '--json', '--summary',
+      '--sort', 'tail-bytes-desc', '--min-tail-bytes', '3', '--include-legacy-pid',
+    ]);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toBe('');
+    const report = JSON.parse(run.stdout) as JsonReport;
+    expect(report.roots).toEqual([root, join(root, 'nonexist')]);
+    expect(report.unit_count).toBe(11);
+    expect(report.discovery_errors).toEqual([{ stage: 'root', root: join(root, 'nonexist'), error: 'ENOENT' }]);
+    expect(report.units.map((u) => [u.unit.slice(root.length + 1), u.result_path_state, u.result, u.tail_bytes, u.legacy_pid_unverified])).toEqual([
+      ['prun-task-missing', 'resolved', 'missing', 2_000_000, null],
+      ['prun-task-present', 'resolved', 'present', 1500, '4242'],
+      ['prun-task-noentry', 'absent-entry', 'unknown', 5, null],
+      ['prun-task-empty', 'resolved', 'empty', 3, null],
+    ]);
+    expect(report.summary).toEqual({
+      units: 11,
+      by_result: { unknown: 7, empty: 1, missing: 1, present: 2 },
+      by_path_state: { 'invalid-entry': 2, unreadable: 1, 'absent-entry': 3, resolved: 5 },
+      missing_or_empty_result_bytes: 2_000_003,
+      missing_or_empty_result_units: 2,
+      unresolved_bytes: 9,
+      unresolved_units: 3,
+    });
+    expect(Object.keys(report.summary!.by_path_state)).toEqual(['invalid-entry', 'unreadable', 'absent-entry', 'resolved']);
   });
 });
 

@@ -65,6 +65,10 @@ export function parseArgs(argv: readonly string[]): ArgsOutcome {
   const unrecognized: string[] = [];
   for (let i = 0; i < argv.length; i += 1) {
     const token = argv[i]!;
+    if (token === '-h') {
+      help = true;
+      continue;
+    }
     if (token === '--') {
       unrecognized.push(...argv.slice(i + 1));
       break;

@@ -39,6 +39,7 @@ import {
   systemTempDir,
 } from '@prun/unit-state';
 import { parseArgs } from './args.js';
+import { USAGE } from './help.js';
 import {
   buildRelayPrompt,
   buildWorkerArgv,
@@ -252,7 +253,7 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
     return 0;
   }
   if (parsed.kind === 'error') {
-    io.stderr(`${USAGE_LINE}\n${MESSAGE_PREFIX}error: ${parsed.message}\n`);
+    io.stderr(`${USAGE}\n${MESSAGE_PREFIX}error: ${parsed.message}\n`);
     return 2;
   }
   const cwd = realpathSync(process.cwd());
@@ -280,8 +281,6 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
   return launchAndPublish(run, model);
 }
 
-const USAGE_LINE =
-  'usage: prun-dispatch-agy --prompt-file PROMPT_FILE --result-file RESULT_FILE --unit-id UNIT_ID [--mode {plan,accept-edits}] [--add-dir ADD_DIR] [--continue-from STATE_DIR]';
 
 /** §6.1-§6.3 up to the STATE-DIR line; an error text when the directories cannot be made. */
 function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv): Unit | string {

@@ -213,6 +213,7 @@ describe('command line', () => {
 
   test('help wins over missing options; errors name the problem', () => {
     expect(parseArgs(['--he'])).toEqual({ kind: 'help' });
+    expect(parseArgs(['--unit-id', 'x', '-h'])).toEqual({ kind: 'help' });
     expect(parseArgs(['--version'])).toEqual({ kind: 'version' });
     expect(parseArgs(['--prompt-file', 'p'])).toEqual({
       kind: 'error',

@@ -85,8 +85,9 @@ async function adversarialCorpus(): Promise<{ root: string; out: string }> {
   makeUnit(root, 'empty', { tail: null });
   mkdirSync(join(root, 'prun-task-empty', 'work'));
   mkdirSync(join(root, 'not-a-unit'));
-  // A plain file with the unit prefix.
+  // A plain file and a FIFO with the unit prefix: not units, skipped without opening.
   writeFileSync(join(root, 'prun-task-file'), 'not a unit');
+  mkfifo(join(root, 'prun-task-fifo'));
   return { root, out };
 }
 
@@ -175,6 +176,7 @@ describe('read-only and never blocking', () => {
       { stage: 'unit-entry', unit: join(root, 'prun-task-loop'), error: 'ELOOP' },
     ]);
     expect(byName.has('prun-task-file')).toBe(false);
+    expect(byName.has('prun-task-fifo')).toBe(false);
     if (process.getuid?.() === 0) {
       // Root is not denied by mode 000, so these read normally; the unprivileged run below covers denial.
       expect(byName.get('prun-task-locked-files')).toMatchObject({ result: 'present', tail_bytes: 5, errors: [] });
@@ -206,7 +208,9 @@ describe('read-only and never blocking', () => {
     mkfifo(join(unit, 'result-file'));
     const other = makeUnit(root, 'fifo-target', { tail: 'x', resultEntry: join(root, 'target-fifo') });
     mkfifo(join(root, 'target-fifo'));
-    const run = runBin(['--root', root, '--json'], { timeout: 10_000 });
+    const fifoRoot = join(tempDir(), 'fifo-root');
+    mkfifo(fifoRoot);
+    const run = runBin(['--root', root, '--root', fifoRoot, '--json'], { timeout: 10_000 });
     expect(run.timedOut).toBe(false);
     expect(run.status).toBe(1);
     const report = JSON.parse(run.stdout) as JsonReport;
@@ -216,6 +220,7 @@ describe('read-only and never blocking', () => {
       { stage: 'tail', error: 'NotARegularFile' },
     ]);
     expect(byUnit.get(other)?.errors).toEqual([{ stage: 'result-target', error: 'NotARegularFile' }]);
+    expect(report.discovery_errors).toEqual([{ stage: 'root', root: fifoRoot, error: 'ENOTDIR' }]);
   });
 });
 

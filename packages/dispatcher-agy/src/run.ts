@@ -26,6 +26,7 @@ import {
   route,
   routeNeedsSnapshot,
   snapshotLocation,
+  type PoolStates,
 } from '@prun/quota';
 import {
   STATE_FILES,
@@ -172,8 +173,8 @@ class Dispatch {
         this.stopWorker(signal);
         break;
       case 'finishing':
-        // Publication is short and must not be torn; the worker group is already gone.
-        if (this.interruptedBy === null) this.interruptedBy = signal;
+        // The worker group is gone and its outcome decided; publication is short and must not
+        // be torn, so the signal is ignored.
         break;
     }
   }
@@ -226,14 +227,10 @@ export async function dispatch(argv: readonly string[], io: DispatchIo): Promise
   try {
     return await dispatchSteps(run, argv);
   } catch (error) {
-    if (error instanceof Stop) return run.unit === null ? (run.say(error.reason), error.exitCode) : run.failEarly(error.reason, error.exitCode);
-    const reason = `internal error: ${errorText(error)}`;
-    if (run.unit === null) {
-      run.say(reason);
-      return 70;
-    }
-    run.failEarly(reason, 70);
-    return 70;
+    const [reason, code] = error instanceof Stop ? [error.reason, error.exitCode] : [`internal error: ${errorText(error)}`, 70];
+    if (run.unit !== null) return run.failEarly(reason, code);
+    run.say(reason);
+    return code;
   } finally {
     if (run.killTimer !== null) clearTimeout(run.killTimer);
     run.removeSignalHandlers();
@@ -281,7 +278,6 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
   return launchAndPublish(run, model);
 }
 
-
 /** §6.1-§6.3 up to the STATE-DIR line; an error text when the directories cannot be made. */
 function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv): Unit | string {
   const nonce = newNonce();
@@ -302,7 +298,7 @@ function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv): Unit | 
   }
 }
 
-async function loadStatesIfNeeded(model: string, env: NodeJS.ProcessEnv): Promise<Awaited<ReturnType<typeof loadPoolStatesForDispatch>>> {
+async function loadStatesIfNeeded(model: string, env: NodeJS.ProcessEnv): Promise<PoolStates | null> {
   // The snapshot (and any refresh it triggers) is skipped entirely when routing cannot use it.
   if (!routeNeedsSnapshot(model, env)) return null;
   return loadPoolStatesForDispatch({ env });

@@ -25,9 +25,8 @@ export interface DispatchConfig {
   model: string;
   /** `ANTIGRAVITY_DISPATCH_MODEL` stripped, or '' when unset. */
   namedModel: string;
+  /** The effort setting as validated; the one sent follows the final model (§8.5). */
   effort: string;
-  /** Whether `ANTIGRAVITY_DISPATCH_EFFORT` exists in the environment at all. */
-  effortExplicit: boolean;
   timeoutSeconds: number;
   sandbox: boolean;
   killGraceSeconds: number;
@@ -205,7 +204,6 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
 
   const model = pyStrip(env.ANTIGRAVITY_DISPATCH_MODEL ?? deps.defaultModel);
   const namedModel = pyStrip(env.ANTIGRAVITY_DISPATCH_MODEL ?? '');
-  const effortExplicit = env.ANTIGRAVITY_DISPATCH_EFFORT !== undefined;
   const effort = pyStrip(env.ANTIGRAVITY_DISPATCH_EFFORT ?? DEFAULT_EFFORT);
   if (model === '' || effort === '') throw new UsageError('model and effort overrides must be non-empty');
 
@@ -228,7 +226,6 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
     model,
     namedModel,
     effort,
-    effortExplicit,
     timeoutSeconds,
     sandbox,
     killGraceSeconds,

@@ -76,9 +76,14 @@ export class MonitorRun extends WatchLoop {
     const nowMs = this.now();
     let wakeAtMs = this.nextLookMs(nowMs, settings.pollS, settings.timeoutS);
     for (const unit of this.#units) {
-      this.waker.watchDir(unit.absDir, NOISY_STATE_FILES);
       const observation = observeUnit(unit.absDir, this.#options.cwd);
-      if (observation.resultPath !== null) this.waker.watchFile(observation.resultPath);
+      // The state dir matters only until its result-file names the result: after that, its
+      // tail writes would be the only events there, and growth is looked at on the deadline.
+      if (observation.resultPath === null) this.waker.watchDir(unit.absDir, NOISY_STATE_FILES);
+      else {
+        this.waker.unwatchDir(unit.absDir);
+        this.waker.watchFile(observation.resultPath);
+      }
       const outcome = classifyUnit(unit.memory, observation, () => probeDispatch(unit.absDir), settings, nowMs);
       unit.memory = outcome.memory;
       unit.report = { ...unit.report, status: outcome.status, resultPath: observation.resultPath };

@@ -17,8 +17,11 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export class Waker {
   readonly #watchers = new Map<string, FSWatcher>();
-  /** Per directory: names to ignore (a whole directory is wanted) or the only names wanted. */
-  readonly #interest = new Map<string, { ignored: ReadonlySet<string> } | { names: Set<string> }>();
+  /**
+   * Per directory: the names wanted, and whether every other name is wanted too (all but
+   * `ignoredWhenWhole`).
+   */
+  readonly #interest = new Map<string, { names: Set<string>; ignoredWhenWhole: ReadonlySet<string> | null }>();
   #watchingDisabled = false;
   #deadlineTimer: NodeJS.Timeout | undefined;
   #soonTimer: NodeJS.Timeout | undefined;
@@ -38,26 +41,44 @@ export class Waker {
     return this.#watchingDisabled;
   }
 
+  #interestIn(dir: string): { names: Set<string>; ignoredWhenWhole: ReadonlySet<string> | null } {
+    let interest = this.#interest.get(dir);
+    if (interest === undefined) {
+      interest = { names: new Set(), ignoredWhenWhole: null };
+      this.#interest.set(dir, interest);
+    }
+    return interest;
+  }
+
   /** Wake on changes to any entry of `dir` except the `ignored` names. */
   watchDir(dir: string, ignored: ReadonlySet<string> = new Set()): void {
-    this.#interest.set(dir, { ignored });
+    this.#interestIn(dir).ignoredWhenWhole = ignored;
     this.#watch(dir);
+  }
+
+  /** Stop waking for `dir` as a whole (names asked for with `watchFile` stay). */
+  unwatchDir(dir: string): void {
+    const interest = this.#interest.get(dir);
+    if (interest === undefined || interest.ignoredWhenWhole === null) return;
+    interest.ignoredWhenWhole = null;
+    if (interest.names.size > 0) return;
+    this.#interest.delete(dir);
+    this.#watchers.get(dir)?.close();
+    this.#watchers.delete(dir);
   }
 
   /** Wake on changes to `path`, which need not exist yet (its directory is watched). */
   watchFile(path: string): void {
     const dir = dirname(path);
-    const interest = this.#interest.get(dir);
-    if (interest === undefined) this.#interest.set(dir, { names: new Set([basename(path)]) });
-    else if ('names' in interest) interest.names.add(basename(path));
+    this.#interestIn(dir).names.add(basename(path));
     this.#watch(dir);
   }
 
   #isRelevant(dir: string, filename: string | null): boolean {
     const interest = this.#interest.get(dir);
     if (interest === undefined) return false;
-    if (filename === null) return true;
-    return 'names' in interest ? interest.names.has(filename) : !interest.ignored.has(filename);
+    if (filename === null || interest.names.has(filename)) return true;
+    return interest.ignoredWhenWhole !== null && !interest.ignoredWhenWhole.has(filename);
   }
 
   #watch(dir: string): void {

@@ -254,4 +254,29 @@ describe('Waker', () => {
     await vi.waitFor(() => expect(wake).toHaveBeenCalledTimes(2));
     waker.close();
   });
+
+  it('unwatchDir closes a whole-directory watch, but keeps one that still serves a file', async () => {
+    const wake = vi.fn();
+    const listeners = new Map<string, (event: string, name: string | null) => void>();
+    const closed: string[] = [];
+    const capture = (dir: string, l: (event: string, name: string | null) => void): FSWatcher => {
+      listeners.set(dir, l);
+      return Object.assign(new EventEmitter(), { close: () => closed.push(dir) }) as unknown as FSWatcher;
+    };
+    const waker = new Waker(wake, { watch: capture, coalesceMs: 5 });
+    waker.watchDir('/state', new Set(['tail']));
+    waker.unwatchDir('/state');
+    expect(closed).toEqual(['/state']);
+    expect(waker.watchedDirs).toEqual([]);
+    waker.watchDir('/both', new Set(['tail']));
+    waker.watchFile('/both/result.md');
+    waker.unwatchDir('/both');
+    expect(waker.watchedDirs).toEqual(['/both']);
+    listeners.get('/both')!('change', 'result-file');
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(wake).not.toHaveBeenCalled();
+    listeners.get('/both')!('change', 'result.md');
+    await vi.waitFor(() => expect(wake).toHaveBeenCalledTimes(1));
+    waker.close();
+  });
 });

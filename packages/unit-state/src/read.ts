@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, statSync, type PathLike, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { STATE_FILES } from './names.js';
 import { firstLine } from './result.js';
@@ -26,7 +26,7 @@ function problemOf(error: unknown): EntryProblem {
  * before and after a non-blocking open, so a FIFO or device is refused, not waited on), at most
  * `maxBytes` long (larger → `EntryTooLarge`, no truncated value). Opened read-only.
  */
-export function readSmallFile(path: string, maxBytes: number = MAX_ENTRY_BYTES): EntryRead {
+export function readSmallFile(path: PathLike, maxBytes: number = MAX_ENTRY_BYTES): EntryRead {
   let stats: Stats;
   try {
     stats = statSync(path);
@@ -42,7 +42,9 @@ export function readSmallFile(path: string, maxBytes: number = MAX_ENTRY_BYTES):
   }
   try {
     if (!fstatSync(fd).isFile()) return { ok: false, problem: 'NotARegularFile' };
-    const buffer = Buffer.alloc(maxBytes + 1);
+    // Only the bytes read are ever returned, so the buffer need not be zeroed first (a sweep
+    // over thousands of units spends a quarter of its time zeroing otherwise).
+    const buffer = Buffer.allocUnsafe(maxBytes + 1);
     let length = 0;
     while (length < buffer.length) {
       const n = readSync(fd, buffer, length, buffer.length - length, null);
@@ -59,9 +61,13 @@ export function readSmallFile(path: string, maxBytes: number = MAX_ENTRY_BYTES):
   }
 }
 
-/** `readSmallFile` of one entry of a unit state directory. */
-export function readStateEntry(unitDir: string, name: string, maxBytes: number = MAX_ENTRY_BYTES): EntryRead {
-  return readSmallFile(join(unitDir, name), maxBytes);
+/**
+ * `readSmallFile` of one entry of a unit state directory. A Buffer `unitDir` reaches units whose
+ * names are not valid UTF-8.
+ */
+export function readStateEntry(unitDir: string | Buffer, name: string, maxBytes: number = MAX_ENTRY_BYTES): EntryRead {
+  const path = typeof unitDir === 'string' ? join(unitDir, name) : Buffer.concat([unitDir, Buffer.from(`/${name}`)]);
+  return readSmallFile(path, maxBytes);
 }
 
 /**

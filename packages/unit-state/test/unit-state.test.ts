@@ -21,6 +21,7 @@ import {
   readDispatchPid,
   readResultPathEntry,
   readSmallFile,
+  readStateEntry,
   renderFallback,
   responseSiblingPath,
   stateDirName,
@@ -188,6 +189,14 @@ describe('reading entries', () => {
     expect(readSmallFile(join(dir, 'big'))).toEqual({ ok: false, problem: 'EntryTooLarge' });
     symlinkSync(join(dir, 'loop'), join(dir, 'loop'));
     expect(readSmallFile(join(dir, 'loop'))).toEqual({ ok: false, problem: 'ELOOP' });
+  });
+
+  it('reads entries of a unit whose name is not valid UTF-8, through a Buffer path', () => {
+    const unit = Buffer.concat([Buffer.from(`${dir}/prun-task-`), Buffer.from([0xff, 0xfe])]);
+    mkdirSync(unit);
+    writeFileSync(Buffer.concat([unit, Buffer.from('/result-file')]), '/r.md\n');
+    expect(readStateEntry(unit, STATE_FILES.resultFile)).toMatchObject({ ok: true, text: '/r.md\n' });
+    expect(readStateEntry(unit, STATE_FILES.tail)).toEqual({ ok: false, problem: 'absent' });
   });
 
   it('reads the result path from the first line of result-file, dropping a CR', () => {

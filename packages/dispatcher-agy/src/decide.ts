@@ -3,6 +3,7 @@
  * and what to publish once the worker is gone. No I/O here; run.ts does that.
  */
 import { pyStrip, resultShapeLines } from '@prun/unit-state';
+import { z } from 'zod';
 import type { Mode } from './args.js';
 
 /** Under this many UTF-8 bytes (stripped) a response is not believed to be a result. */
@@ -77,16 +78,24 @@ export interface StreamReading {
   error: string | null;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** Python's universal-newline line split (a final terminator does not add an empty line). */
 export function splitLines(text: string): string[] {
   const lines = text.split(/\r\n|\r|\n/);
   if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
   return lines;
 }
+
+/** An init event that names a conversation (a blank id does not count). */
+const InitEventSchema = z.object({
+  event: z.literal('init'),
+  conversation_id: z.string().refine((id) => pyStrip(id) !== ''),
+});
+
+/** A result event whose `result` is a JSON object; its members are read by presence below. */
+const ResultEventSchema = z.object({
+  event: z.literal('result'),
+  result: z.record(z.string(), z.unknown()),
+});
 
 /**
  * Reads the worker's stream-json capture (§5): the conversation id of the last init event with
@@ -101,16 +110,19 @@ export function readEventStream(text: string): StreamReading {
     } catch {
       continue;
     }
-    if (!isObject(event)) continue;
-    if (event.event === 'init') {
-      const id = event.conversation_id;
-      if (typeof id === 'string' && pyStrip(id) !== '') reading.conversationId = id;
-    } else if (event.event === 'result' && isObject(event.result)) {
-      const result = event.result;
-      if ('status' in result) reading.status = typeof result.status === 'string' ? result.status : 'UNKNOWN';
-      if ('error' in result) reading.error = typeof result.error === 'string' ? result.error : null;
-      if (typeof result.response === 'string' && pyStrip(result.response) !== '') reading.response = result.response;
+    const init = InitEventSchema.safeParse(event);
+    if (init.success) {
+      reading.conversationId = init.data.conversation_id;
+      continue;
     }
+    const parsed = ResultEventSchema.safeParse(event);
+    if (!parsed.success) continue;
+    const result = parsed.data.result;
+    // Presence matters, not just the value: `"status": null` reads as UNKNOWN and a later
+    // `"error": null` clears an earlier error, while an absent key changes nothing.
+    if ('status' in result) reading.status = typeof result.status === 'string' ? result.status : 'UNKNOWN';
+    if ('error' in result) reading.error = typeof result.error === 'string' ? result.error : null;
+    if (typeof result.response === 'string' && pyStrip(result.response) !== '') reading.response = result.response;
   }
   return reading;
 }

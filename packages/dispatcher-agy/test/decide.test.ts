@@ -306,6 +306,8 @@ describe('event stream', () => {
       '{"event": "result", "result": {"response": "narration", "status": "ERROR", "error": "quota"}}',
       '{"event": "result", "result": {"response": "  "}}',
       '{"event": "result", "result": "not an object"}',
+      '{"event": "result", "result": ["not", "an", "object"]}',
+      '{"event": "result"}',
     ];
     expect(readEventStream(lines.join('\n'))).toEqual({ conversationId: null, status: 'ERROR', response: 'narration', error: 'quota' });
     const cleared = readEventStream([...lines, '{"event": "result", "result": {"status": null, "error": null}}'].join('\n'));

@@ -392,6 +392,16 @@ describe.concurrent('command line and settings', () => {
     expect(res.stderr).toMatch(/Verification: mock\\n"\}\}\nagy warning line\n$/);
   });
 
+  test('stderr echoes the last 80 lines of the tail; the FALLBACK keeps the whole capture', async ({ expect }) => {
+    const r = root();
+    const res = await r.run({ env: { FAKE_AGY_EXTRA_LINES: '100', FAKE_AGY_EXIT: '3' } });
+    expect(res.code).toBe(3);
+    // init + 100 progress lines + result: the echo starts at progress line 22.
+    expect(res.stderr).toContain('"progress 22 of 100"');
+    expect(res.stderr).not.toContain('"progress 21 of 100"');
+    expect(readFileSync(r.result, 'utf8')).toContain('"progress 1 of 100"');
+  });
+
   test('the state directory name and files follow the contract', async ({ expect }) => {
     const r = root();
     const res = await r.run();

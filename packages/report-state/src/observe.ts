@@ -1,4 +1,4 @@
-import { closeSync, constants, openSync, readdirSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { STATE_FILES, isStateDirName, readStateEntry, type EntryRead } from '@prun/unit-state';
 import {
@@ -44,34 +44,11 @@ function isSystemError(error: unknown): boolean {
   return typeof (error as { errno?: unknown } | null)?.errno === 'number';
 }
 
-function readEntryOfRawDir(unitDir: Buffer, name: string): EntryRead {
-  // unit-state reads by string path, and a name that is not UTF-8 has no string spelling.
-  // Opening the directory read-only and reading through /proc/self/fd reaches the same file.
-  let fd: number;
-  try {
-    fd = openSync(unitDir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK);
-  } catch (error) {
-    const code = errorName(error);
-    return { ok: false, problem: code === 'ENOENT' ? 'absent' : code };
-  }
-  try {
-    const viaFd = `/proc/self/fd/${fd}`;
-    try {
-      statSync(viaFd);
-    } catch {
-      return { ok: false, problem: 'EILSEQ' };
-    }
-    return readStateEntry(viaFd, name);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 export const nodeObservationFs: ObservationFs = {
   readdir: (dir) => readdirSync(dir, { encoding: 'buffer' }),
   stat: (path) => statSync(path),
-  readEntry: (unitDir, name) =>
-    typeof unitDir === 'string' ? readStateEntry(unitDir, name) : readEntryOfRawDir(unitDir, name),
+  // A Buffer path reaches a unit whose name is not valid UTF-8.
+  readEntry: (unitDir, name) => readStateEntry(unitDir, name),
 };
 
 /** stat as a fact; a non-system failure (such as a NUL in the path) is rethrown. */

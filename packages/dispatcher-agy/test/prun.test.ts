@@ -357,6 +357,15 @@ describe.concurrent('command line and settings', () => {
     expect(res.stderr).toContain('conflicts with --effort=high');
   });
 
+  test('a prompt the worker never reads is a stdin failure: exit 70, recorded in the stderr capture', async ({ expect }) => {
+    const r = root();
+    writeFileSync(r.prompt, 'x'.repeat(512 * 1024));
+    const res = await r.run({ env: { ANTIGRAVITY_DISPATCH_EFFORT: 'low' } });
+    expect(res.code).toBe(70);
+    expect(readState(res.stateDir, 'tail.stderr-tmp')).toMatch(/stdin failure: .*EPIPE/);
+    expect(readFileSync(r.result, 'utf8')).toContain('Agy exited with code 70');
+  });
+
   test('a response under 20 bytes is not published as a result', async ({ expect }) => {
     const r = root();
     const res = await r.run({ env: { FAKE_AGY_RESPONSE: '  nineteen bytes....  ' } });

@@ -1,0 +1,79 @@
+// The watch loops as a library, with fs.watch replaced by one that fails like a system out of
+// inotify watches: the loops must still finish, by polling.
+import type { FSWatcher } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { STATE_FILES } from '@prun/unit-state';
+import { GatherRun, MonitorRun, type GatherRecord, type MonitorRecord } from '../src/index.js';
+import { tempDirs } from './helpers.js';
+
+const { base } = tempDirs(afterAll);
+
+const noWatchesLeft = (): FSWatcher => {
+  throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+};
+
+describe.concurrent('watch loops without inotify', () => {
+  it('MonitorRun falls back to polling', async () => {
+    const b = base();
+    const dir = join(b, 'u1');
+    mkdirSync(dir);
+    writeFileSync(join(dir, STATE_FILES.resultFile), `${join(b, 'r.md')}\n`);
+    const records: MonitorRecord[] = [];
+    const run = new MonitorRun({
+      settings: { stallThresholdS: 600, pollS: 1, timeoutS: 20, stableWindowS: 0 },
+      cwd: b,
+      emit: (record) => records.push(record),
+      watch: noWatchesLeft,
+    });
+    run.addUnit(dir);
+    run.endOperands();
+    writeFileSync(join(b, 'r.md'), '# u1 result\n');
+    const begin = Date.now();
+    expect(await run.finished).toBe(0);
+    expect(Date.now() - begin).toBeLessThan(2500);
+    expect(records.map((r) => r.event)).toEqual(['start', 'all-done']);
+  });
+
+  it('GatherRun falls back to polling', async () => {
+    const b = base();
+    const file = join(b, 'r.md');
+    const records: GatherRecord[] = [];
+    const run = new GatherRun({
+      settings: { timeoutS: 20, pollS: 1, stableWindowS: 0 },
+      cwd: b,
+      emit: (record) => records.push(record),
+      watch: noWatchesLeft,
+    });
+    run.addFile(file);
+    run.endOperands();
+    writeFileSync(file, 'x\n');
+    expect(await run.finished).toBe(0);
+    expect(records).toEqual([
+      { event: 'start', count: 1, timeoutS: 20 },
+      { event: 'done', path: file },
+    ]);
+  });
+
+  it('MonitorRun with an injected clock: the timeout ends the watch and names every unit', async () => {
+    const b = base();
+    let clock = 1_000_000;
+    const records: MonitorRecord[] = [];
+    const run = new MonitorRun({
+      settings: { stallThresholdS: 600, pollS: 1, timeoutS: 5, stableWindowS: 0 },
+      cwd: b,
+      emit: (record) => records.push(record),
+      watch: noWatchesLeft,
+      now: () => clock,
+    });
+    run.addUnit(join(b, 'a'));
+    run.addUnit(join(b, 'b'));
+    run.endOperands();
+    expect(records).toEqual([{ event: 'start', units: 2, stallThresholdS: 600, timeoutS: 5 }]);
+    clock += 5000;
+    run.pass();
+    expect(await run.finished).toBe(2);
+    expect(records[1]).toMatchObject({ event: 'timeout', units: [{ name: 'a', status: { kind: 'growing' } }, { name: 'b' }] });
+  });
+});

@@ -95,14 +95,17 @@ export interface ProcessInfo {
 }
 
 /**
- * A substring of the space-joined argv, a RegExp tested on it, or a predicate. With
- * { environ: true } a substring/RegExp also matches any NAME=value of the process's
+ * A substring of the space-joined argv, a RegExp tested on it, or a predicate. Unless
+ * { environ: false }, a substring/RegExp also matches any NAME=value of the process's
  * environment, and a predicate receives it (otherwise `environ` is []).
  */
 export type ProcessMatch = string | RegExp | ((argv: string[], pid: number, environ: string[]) => boolean);
 
 export interface ProcessScanOptions {
-  /** Also read /proc/<pid>/environ (e.g. to find a runner by its PI_CODING_AGENT_DIR). Default false. */
+  /**
+   * Also match /proc/<pid>/environ. Default true: pi retitles itself to `pi`, so only its
+   * environment (PI_CODING_AGENT_DIR, MULTI_AGENT_JOB, TMPDIR) still names the test root.
+   */
   environ?: boolean;
 }
 

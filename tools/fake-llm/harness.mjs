@@ -98,7 +98,8 @@ function readProcList(pid, name) {
   try {
     const raw = readFileSync(`/proc/${pid}/${name}`, 'utf8');
     if (raw === '') return null; // kernel threads and zombies
-    return raw.replace(/\0$/, '').split('\0');
+    // pi sets process.title, which leaves "pi" and a run of NULs where its argv was.
+    return raw.replace(/\0+$/, '').split('\0');
   } catch {
     return null;
   }
@@ -113,11 +114,12 @@ function toPredicate(match) {
 
 /**
  * Live processes (other than this one) that `match`: a predicate (argv, pid, environ), or a
- * string/RegExp tested on the argv joined by spaces and, with { environ: true }, on each
- * NAME=value of the process environment too (which catches a runner whose argv does not
- * name the test root but whose PI_CODING_AGENT_DIR does).
+ * string/RegExp tested on the argv joined by spaces and, unless { environ: false }, on each
+ * NAME=value of the process environment too. The environment is what finds pi: it retitles
+ * itself to plain `pi`, so its --session-dir argument is gone from /proc, but its
+ * PI_CODING_AGENT_DIR (and a runner's) still names the test root.
  */
-export function listProcesses(match, { environ = false } = {}) {
+export function listProcesses(match, { environ = true } = {}) {
   const test = toPredicate(match);
   const found = [];
   for (const entry of readdirSync('/proc')) {

@@ -327,7 +327,7 @@ for (const [name, fn] of Object.entries(cases)) {
 if (shared) await shared.stop();
 await fake.close();
 try {
-  await waitForNoProcesses(root, 5000, { environ: true });
+  await waitForNoProcesses(root, 5000);
 } catch (error) {
   failed++;
   console.log(`FAIL leftovers: ${error.message}`);

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MODEL, PI_BIN, makePiEnv, startFakeLlm, waitForNoProcesses } from './harness.mjs';
+import { MODEL, PI_BIN, listProcesses, makePiEnv, startFakeLlm, waitForNoProcesses } from './harness.mjs';
 
 const argv = process.argv.slice(2);
 const verbose = argv.includes('--verbose');
@@ -176,6 +176,8 @@ const sharedPi = async () => {
     const state = await shared.response(shared.send({ id: 'ready', type: 'get_state' }));
     check(state.success && state.data?.model?.id === 'fake-model', `get_state: ${JSON.stringify(state).slice(0, 300)}`);
     if (verbose) console.log(`# pi ready (get_state answered) after ${Date.now() - started} ms; model ${state.data.model.provider}/${state.data.model.id}`);
+    // The leftover check at the end is only worth something if it can see a live pi.
+    check(listProcesses(root).some((p) => p.pid === shared.child.pid), 'listProcesses(root) does not see the running pi');
   }
   return shared;
 };

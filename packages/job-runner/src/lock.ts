@@ -22,16 +22,19 @@ export function flockFd(fd: number, mode: 'exclusive' | 'shared'): LockAttempt {
   return 'unsupported';
 }
 
-/** One helper process for many descriptors: `list` over hundreds of jobs stays fast. */
+// One flock(2) per descriptor in a single perl process (perl-base is on every Debian-like system);
+// a shell loop over util-linux flock is the fallback. Either way the lock lands on our descriptors.
+const PERL_SHARED = 'use Fcntl qw(:flock); for my $fd (@ARGV) { if (open(my $fh, "<&=", $fd)) { print flock($fh, LOCK_SH|LOCK_NB) ? "0\\n" : $!{EWOULDBLOCK} ? "1\\n" : "2\\n" } else { print "2\\n" } }';
+const SHELL_SHARED = 'for f do flock -sn "$f"; echo $?; done';
+
+/** One helper process for many descriptors, so `list` over hundreds of jobs stays fast. */
 export function flockSharedMany(fds: number[]): LockAttempt[] {
   if (fds.length === 0) return [];
   if (fds.length === 1) return [flockFd(fds[0] as number, 'shared')];
-  const script = 'for f do flock -sn "$f"; echo $?; done';
   const args = fds.map((_fd, i) => String(i + 3));
-  const result = spawnSync('sh', ['-c', script, 'sh', ...args], {
-    stdio: ['ignore', 'pipe', 'ignore', ...fds],
-    encoding: 'utf8',
-  });
+  const options = { stdio: ['ignore', 'pipe', 'ignore', ...fds] as ('ignore' | 'pipe' | number)[], encoding: 'utf8' as const };
+  let result = spawnSync('perl', ['-e', PERL_SHARED, ...args], options);
+  if (result.error || result.status !== 0) result = spawnSync('sh', ['-c', SHELL_SHARED, 'sh', ...args], options);
   if (result.error) throw new CommandError(`cannot run util-linux flock (${result.error.message})`);
   const codes = result.stdout.split('\n').filter(Boolean);
   return fds.map((_fd, i) => {

@@ -36,6 +36,8 @@ describe('two background jobs: steer one, kill the other', () => {
     expect(steer).toMatchObject({ code: 0, stdout: 'job: talker\nsteer: queued\n' });
     await modelAsked('sleeper-marker');
     expect(piOf(w.jobDir('sleeper'))).toHaveLength(1);
+    const both = JSON.parse((await w.job(['list', '--json'])).stdout) as { name: string; status: string }[];
+    expect(both.map((j) => j.status)).toEqual(['running', 'running']);
     const kill = await w.job(['kill', 'sleeper']);
     expect(kill).toMatchObject({ code: 0, stdout: 'job: sleeper\nstatus: killed\n' });
     // kill returns only after the runner has stopped pi and exited.

@@ -2,7 +2,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rmSync, statSync, fstatSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NAME_RE, oneName, parseArgs, parseSeconds, readMessage, runTimeout, type ParsedArgs } from './args.js';
@@ -11,6 +10,7 @@ import { CommandError, EXIT_FAIL, EXIT_OK, EXIT_STILL_RUNNING, NotRunningError, 
 import { takeJobLock } from './lock.js';
 import {
   checkSocketPath,
+  expandUser,
   findSessionFiles,
   jobFile,
   jobsDir,
@@ -139,11 +139,6 @@ export function checkDepth(env: NodeJS.ProcessEnv): number {
   return depth + 1;
 }
 
-function expandUser(path: string): string {
-  if (path === '~') return homedir();
-  return path.startsWith('~/') ? join(homedir(), path.slice(2)) : path;
-}
-
 // --- results -------------------------------------------------------------------
 
 export interface ResultDocument {
@@ -182,21 +177,24 @@ function writeJob(jobDir: string, job: JobRecord): void {
   writeAtomic(jobFile(jobDir, 'job.json'), JSON.stringify(job, null, 2) + '\n');
 }
 
+/** A run about to start: its job, with the job's lock held on lockFd. */
+interface RunStart {
+  jobDir: string;
+  lockFd: number;
+  job: JobRecord;
+  prompt: string;
+  background: boolean;
+  timeout: number | null;
+  runKind: 'new' | 'resume';
+}
+
 /**
  * Reset the job's files for a new run and start its detached runner, handing it the lock
  * descriptor (fd 3) so the lock stays held with no gap, and in the foreground the read end of a
  * pipe (its stdin) whose end of file, when this process ends for any reason, stops the run.
  */
-function startRunner(
-  jobDir: string,
-  lockFd: number,
-  job: JobRecord,
-  prompt: string,
-  background: boolean,
-  timeout: number | null,
-  runKind: 'new' | 'resume',
-  ctx: Context,
-): ChildProcess {
+function startRunner(run: RunStart, ctx: Context): ChildProcess {
+  const { jobDir, lockFd, job, prompt, background, timeout, runKind } = run;
   job.mode = background ? 'background' : 'foreground';
   job.timeout = timeout;
   job.run_kind = runKind;
@@ -241,19 +239,11 @@ function exited(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null;
 }
 
-async function startRun(
-  jobDir: string,
-  lockFd: number,
-  job: JobRecord,
-  prompt: string,
-  background: boolean,
-  timeout: number | null,
-  runKind: 'new' | 'resume',
-  ctx: Context,
-): Promise<number> {
+async function startRun(run: RunStart, ctx: Context): Promise<number> {
+  const { jobDir, lockFd, job, background, timeout } = run;
   let child: ChildProcess;
   try {
-    child = startRunner(jobDir, lockFd, job, prompt, background, timeout, runKind, ctx);
+    child = startRunner(run, ctx);
   } finally {
     closeSync(lockFd);
   }
@@ -380,7 +370,7 @@ export async function cmdRun(argv: string[], ctx: Context): Promise<number> {
     if (lockFd !== undefined) closeSync(lockFd);
     throw error;
   }
-  return startRun(jobDir, lockFd, job, prompt, background, timeout, 'new', ctx);
+  return startRun({ jobDir, lockFd, job, prompt, background, timeout, runKind: 'new' }, ctx);
 }
 
 export async function cmdResume(argv: string[], ctx: Context): Promise<number> {
@@ -409,7 +399,7 @@ export async function cmdResume(argv: string[], ctx: Context): Promise<number> {
   if (findSessionFiles(job.session_dir ?? '', name).length === 0) {
     ctx.note(`no session file found for ${name}; the agent starts a new conversation`);
   }
-  return startRun(jobDir, lockFd, job, prompt, background, timeout, 'resume', ctx);
+  return startRun({ jobDir, lockFd, job, prompt, background, timeout, runKind: 'resume' }, ctx);
 }
 
 function lastProgressLine(jobDir: string): string | undefined {

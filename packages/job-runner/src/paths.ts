@@ -10,7 +10,7 @@ type Env = NodeJS.ProcessEnv;
 /** sun_path holds the socket path and its trailing NUL. */
 const SUN_PATH_MAX = process.platform === 'darwin' || process.platform.includes('bsd') ? 104 : 108;
 
-function expandUser(path: string): string {
+export function expandUser(path: string): string {
   if (path === '~') return homedir();
   if (path.startsWith('~/')) return join(homedir(), path.slice(2));
   return path;

@@ -1,9 +1,9 @@
 // The bin without a real pi: usage, errors, profiles, failing pi start-up, and the lock contract.
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fields, makeWorld, until, type World } from './helpers.js';
+import { BIN, fields, makeWorld, until, type World } from './helpers.js';
 
 let world: World | undefined;
 afterEach(async () => {
@@ -156,5 +156,23 @@ describe('the lock contract', () => {
     expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ name: 'handmade', status: 'died', mode: 'background' })]);
     expect((await w.job(['rm', 'handmade'])).stdout).toBe('removed: handmade\n');
     expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe('a runner that crashes', () => {
+  it('records failed and points at runner.log', async () => {
+    const w = fresh();
+    const dir = w.jobDir('broken-state');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'job.json'), '{ not json');
+    writeFileSync(join(dir, 'runs'), '1\n');
+    writeFileSync(join(dir, 'status'), 'running\n');
+    const runner = spawn(process.execPath, [BIN, '__runner', dir, '3'], { env: w.env, stdio: 'ignore' });
+    await new Promise((resolve) => runner.on('exit', resolve));
+    expect(readFileSync(join(dir, 'runner.log'), 'utf8')).toContain('has no readable job.json');
+    const result = await w.job(['result', 'broken-state']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(new RegExp(`^the runner failed; see ${join(dir, 'runner.log')}\n\n--- multi-agent ---\nname: broken-state\nstatus: failed\n`));
+    expect(w.read('broken-state', 'progress.log')).toMatch(/run 1 ended: failed\n$/);
   });
 });

@@ -2,29 +2,13 @@
 // runner or a caller killed outright, peek -f, dialogs, retries.
 import { mkdirSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { fields, harness, makeWorld, piOf, until, waitForNone, type World } from './helpers.js';
-import type { FakeLlm } from '../../../tools/fake-llm/harness.d.mts';
+import { describe, expect, it } from 'vitest';
+import { fields, harness, piOf, until, useFakeLlm, waitForNone } from './helpers.js';
 
-let llm: FakeLlm;
-let world: World | undefined;
-beforeAll(async () => {
-  llm = await harness.startFakeLlm();
-});
-afterAll(async () => {
-  await llm.close();
-});
-afterEach(async () => {
-  await world?.cleanup();
-  world = undefined;
-});
-function fresh(): World {
-  world = makeWorld(llm.port);
-  return world;
-}
+const { fresh, llm } = useFakeLlm();
 /** Resolves once the model has been asked the prompt holding marker, i.e. pi is mid-run. */
 const modelAsked = (marker: string) =>
-  until(() => llm.requests.some((r) => r.lastUserText.includes(marker)), 60_000, `a model request for ${marker}`);
+  until(() => llm().requests.some((r) => r.lastUserText.includes(marker)), 60_000, `a model request for ${marker}`);
 
 describe('two background jobs: steer one, kill the other', () => {
   it('steer is queued and changes the output; kill stops the other; list shows both', async () => {

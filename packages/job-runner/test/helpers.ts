@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { fileURLToPath } from 'node:url';
 // Typed by the harness.d.mts beside it.
 import * as harnessModule from '../../../tools/fake-llm/harness.mjs';
@@ -164,4 +165,34 @@ export function systemPromptOf(request: HarnessTypes.FakeLlmRequest): string {
 export function toolNamesOf(request: HarnessTypes.FakeLlmRequest): string[] {
   const tools = (request.body?.tools ?? []) as { function?: { name?: string } }[];
   return tools.map((t) => t.function?.name ?? '').sort();
+}
+
+/**
+ * One fake model server for the test file and one fresh world per test, checked and removed
+ * after it. `fresh()` makes the test's world; `requests` are the server's, in arrival order.
+ */
+export function useFakeLlm(): { fresh: () => World; llm: () => HarnessTypes.FakeLlm } {
+  let llm: HarnessTypes.FakeLlm | undefined;
+  let world: World | undefined;
+  beforeAll(async () => {
+    llm = await harness.startFakeLlm();
+  });
+  afterAll(async () => {
+    await llm?.close();
+  });
+  afterEach(async () => {
+    await world?.cleanup();
+    world = undefined;
+  });
+  const server = (): HarnessTypes.FakeLlm => {
+    if (!llm) throw new Error('the fake model server is not running');
+    return llm;
+  };
+  return {
+    llm: server,
+    fresh: () => {
+      world = makeWorld(server().port);
+      return world;
+    },
+  };
 }

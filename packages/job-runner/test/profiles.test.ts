@@ -1,28 +1,15 @@
 // Profiles as pi sees them: the prompt in append and replace modes, tool lists, and precedence.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { harness, makeWorld, systemPromptOf, toolNamesOf, type World } from './helpers.js';
-import type { FakeLlm } from '../../../tools/fake-llm/harness.d.mts';
+import { describe, expect, it } from 'vitest';
+import { systemPromptOf, toolNamesOf, useFakeLlm } from './helpers.js';
 
-let llm: FakeLlm;
-let world: World | undefined;
-beforeAll(async () => {
-  llm = await harness.startFakeLlm();
-});
-afterAll(async () => {
-  await llm.close();
-});
-afterEach(async () => {
-  await world?.cleanup();
-  world = undefined;
-});
-const requestWith = (marker: string) => llm.requests.find((r) => r.lastUserText.includes(marker));
+const { fresh, llm } = useFakeLlm();
+const requestWith = (marker: string) => llm().requests.find((r) => r.lastUserText.includes(marker));
 
 describe('profiles reach pi', () => {
   it('append mode adds the profile prompt, replace mode replaces pi’s own, tools and precedence apply', async () => {
-    const w = makeWorld(llm.port);
-    world = w;
+    const w = fresh();
     const user = join(w.agentDir, 'agents');
     const project = join(w.cwd, '.pi', 'agents');
     mkdirSync(user, { recursive: true });

@@ -1,27 +1,11 @@
 // Runs against the real pi and the fake model server: foreground and background runs, wait,
 // result, status, list, peek, resume of the same session, and --fork.
 import { readdirSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { fields, harness, makeWorld, until, type World } from './helpers.js';
-import type { FakeLlm } from '../../../tools/fake-llm/harness.d.mts';
+import { describe, expect, it } from 'vitest';
+import { fields, useFakeLlm } from './helpers.js';
 
-let llm: FakeLlm;
-let world: World | undefined;
-beforeAll(async () => {
-  llm = await harness.startFakeLlm();
-});
-afterAll(async () => {
-  await llm.close();
-});
-afterEach(async () => {
-  await world?.cleanup();
-  world = undefined;
-});
-function fresh(): World {
-  world = makeWorld(llm.port);
-  return world;
-}
-const requestsWith = (marker: string) => llm.requests.filter((r) => r.lastUserText.includes(marker));
+const { fresh, llm } = useFakeLlm();
+const requestsWith = (marker: string) => llm().requests.filter((r) => r.lastUserText.includes(marker));
 
 describe('run in the foreground', () => {
   it('prints the result block, records the run, and every reader agrees', async () => {

@@ -11,26 +11,28 @@ export const RESULT_DELIMITER = '--- multi-agent ---';
 export const STATUSES = ['running', 'done', 'failed', 'aborted', 'timeout', 'killed', 'died', 'unknown'] as const;
 export type JobStatus = (typeof STATUSES)[number] | (string & {});
 
-const nullableString = z.string().nullable().optional();
+// A field of the wrong type reads as missing instead of discarding the whole record.
+const str = z.string().optional().catch(undefined);
+const nullableString = z.string().nullable().optional().catch(undefined);
 
-/** job.json as both programs write it; unknown keys are kept, missing ones tolerated. */
+/** job.json as both programs write it; unknown keys are kept, missing or odd ones tolerated. */
 export const jobRecordSchema = z.looseObject({
-  name: z.string().optional(),
-  profile: z.string().optional(),
-  profile_source: z.string().optional(),
-  cwd: z.string().optional(),
-  project: z.string().optional(),
-  session_dir: z.string().optional(),
+  name: str,
+  profile: str,
+  profile_source: str,
+  cwd: str,
+  project: str,
+  session_dir: str,
   parent: nullableString,
-  depth: z.number().optional(),
+  depth: z.number().optional().catch(undefined),
   model: nullableString,
   thinking: nullableString,
   fork: nullableString,
-  pi_args: z.array(z.string()).optional(),
-  created_at: z.string().optional(),
-  mode: z.string().optional(),
-  timeout: z.number().nullable().optional(),
-  run_kind: z.string().optional(),
+  pi_args: z.array(z.string()).optional().catch(undefined),
+  created_at: str,
+  mode: str,
+  timeout: z.number().nullable().optional().catch(undefined),
+  run_kind: str,
 });
 export type JobRecord = z.infer<typeof jobRecordSchema>;
 

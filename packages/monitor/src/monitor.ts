@@ -55,6 +55,8 @@ export class MonitorRun extends WatchLoop {
   constructor(options: MonitorOptions) {
     super(options);
     this.#options = options;
+    // The timeout runs from the start, even while stdin has not yet given a single operand.
+    this.waker.wakeAt(this.startMs + options.settings.timeoutS * 1000, this.startMs);
   }
 
   addUnit(stateDir: string): void {

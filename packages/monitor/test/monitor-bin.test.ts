@@ -438,6 +438,15 @@ describe.concurrent('prun-monitor: operands from stdin and --json', () => {
     );
   });
 
+  it('the timeout fires while stdin is open and has given no operand yet (a dispatcher hung before STATE-DIR)', async () => {
+    const m = start(monitorBin, ['-'], monitorEnv({ PRUN_MONITOR_TIMEOUT: '1', PRUN_MONITOR_POLL: '30' }));
+    const r = await m.result;
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('MONITOR-START units=0 stall-threshold=1s timeout=1s\nMONITOR-EVENT timeout\n');
+    expect(r.stderr).toBe('');
+    expect(r.ms).toBeLessThan(3000);
+  });
+
   it('empty stdin is a usage error', async () => {
     const r = await run(monitorBin, ['-'], monitorEnv(), { input: '\n' });
     expect(r.code).toBe(2);

@@ -1,5 +1,5 @@
-import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { existsSync, lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
 import { isValidUnitId, pyStrip } from '@prun/unit-state';
 import type { Mode, ParsedArgs } from './args.js';
 import { parseNonNegativeSeconds, parsePositiveSeconds } from './pyparse.js';
@@ -63,21 +63,66 @@ export function joinOntoCwd(cwd: string, path: string): string {
   return `/${parts.join('/')}`;
 }
 
-/** Python's `Path.resolve(strict=False)`: follow symlinks as far as the path exists. */
+/**
+ * Python's `Path.resolve(strict=False)` (posixpath.realpath): symlinks are followed component by
+ * component, even one whose target does not exist yet, and a `..` after a symlink applies to
+ * the link's target, not to the link's own directory. A loop stops resolution where it is.
+ */
 export function resolveNonStrict(path: string): string {
-  const absolute = resolve(path);
-  let existing = absolute;
-  const rest: string[] = [];
-  for (;;) {
-    try {
-      return join(realpathSync(existing), ...rest.reverse());
-    } catch {
-      const parent = dirname(existing);
-      if (parent === existing) return absolute;
-      rest.push(basename(existing));
-      existing = parent;
+  // No lexical clean-up first: `link/..` must climb from where the link points.
+  const absolute = isAbsolute(path) ? path : `${process.cwd()}/${path}`;
+  return joinRealpath('/', absolute, new Map()).path;
+}
+
+function parentOf(path: string): string {
+  const cut = path.lastIndexOf('/');
+  return cut <= 0 ? '/' : path.slice(0, cut);
+}
+
+function joinRealpath(start: string, rest: string, seen: Map<string, string | null>): { path: string; ok: boolean } {
+  let path = rest.startsWith('/') ? '/' : start;
+  const names = rest.split('/');
+  for (let i = 0; i < names.length; i += 1) {
+    const name = names[i]!;
+    if (name === '' || name === '.') continue;
+    if (name === '..') {
+      path = parentOf(path);
+      continue;
     }
+    const next = path === '/' ? `/${name}` : `${path}/${name}`;
+    let isLink = false;
+    try {
+      isLink = lstatSync(next).isSymbolicLink();
+    } catch {
+      isLink = false;
+    }
+    if (!isLink) {
+      path = next;
+      continue;
+    }
+    const remaining = names.slice(i + 1).join('/');
+    if (seen.has(next)) {
+      const known = seen.get(next);
+      if (known !== null && known !== undefined) {
+        path = known;
+        continue;
+      }
+      return { path: remaining === '' ? next : join(next, remaining), ok: false };
+    }
+    seen.set(next, null);
+    let target: string;
+    try {
+      target = readlinkSync(next);
+    } catch {
+      path = next;
+      continue;
+    }
+    const inner = joinRealpath(path, target, seen);
+    if (!inner.ok) return { path: remaining === '' ? inner.path : join(inner.path, remaining), ok: false };
+    path = inner.path;
+    seen.set(next, path);
   }
+  return { path, ok: true };
 }
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });

@@ -2,7 +2,7 @@
  * Unit tests of the pure decisions, plus the upstream unit inventory (§11.2, #1-#19) as it
  * applies to the functions this dispatcher runs on.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_MODEL, SECOND_MODEL, modelPool, newestInFamily } from '@prun/model-resolve';
@@ -20,6 +20,7 @@ import {
   parseArgs,
   parsePythonInt,
   readEventStream,
+  resolveNonStrict,
   stdinPayload,
   type StreamReading,
 } from '../src/index.js';
@@ -231,6 +232,25 @@ describe('paths', () => {
     expect(joinOntoCwd('/w', './a//b/')).toBe('/w/a/b');
     expect(joinOntoCwd('/w', '../x')).toBe('/w/../x');
     expect(joinOntoCwd('/w', '/abs/./p')).toBe('/abs/p');
+  });
+
+  test('resolveNonStrict follows symlinks like posixpath.realpath, dangling ones and .. included', () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'prun-resolve-')));
+    try {
+      mkdirSync(join(dir, 'd', 'deeper'), { recursive: true });
+      symlinkSync(join(dir, 'd', 'target.md'), join(dir, 'dangling.md'));
+      symlinkSync(join(dir, 'd', 'deeper'), join(dir, 'deep'));
+      symlinkSync('loop-b', join(dir, 'loop-a'));
+      symlinkSync('loop-a', join(dir, 'loop-b'));
+      // A dangling link resolves to its (missing) target, as Path.resolve() does.
+      expect(resolveNonStrict(join(dir, 'dangling.md'))).toBe(join(dir, 'd', 'target.md'));
+      // `..` after a link climbs from the link's target.
+      expect(resolveNonStrict(`${dir}/deep/../x`)).toBe(join(dir, 'd', 'x'));
+      expect(resolveNonStrict(`${dir}/missing/../d/new/file`)).toBe(join(dir, 'd', 'new', 'file'));
+      expect(resolveNonStrict(`${dir}/loop-a/x`)).toBe(join(dir, 'loop-a', 'x'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

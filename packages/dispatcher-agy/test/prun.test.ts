@@ -2,7 +2,7 @@
  * What prun adds beyond the original (architecture.md §3) and the validation surface of §1,
  * run against the built bin and tools/fake-agy.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, test } from 'vitest';
 import { BIN, Root, processRunning, readState, rootPool, runNode, waitFor } from './harness.js';
@@ -409,6 +409,18 @@ describe.concurrent('command line and settings', () => {
     expect(res.stderr).toContain('"progress 22 of 100"');
     expect(res.stderr).not.toContain('"progress 21 of 100"');
     expect(readFileSync(r.result, 'utf8')).toContain('"progress 1 of 100"');
+  });
+
+  test('a result path that is a dangling symlink is published at its target; the link stays', async ({ expect }) => {
+    const r = root();
+    const target = join(r.dir, 'out', 'target.md');
+    const link = join(r.dir, 'link.md');
+    symlinkSync(target, link);
+    const res = await r.run({ resultPath: link });
+    expect(res.code).toBe(0);
+    expect(readState(res.stateDir, 'result-file')).toBe(`${target}\n`);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readFileSync(target, 'utf8')).toContain('Conclusion: complete');
   });
 
   test('the state directory name and files follow the contract', async ({ expect }) => {

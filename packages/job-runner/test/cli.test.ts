@@ -176,3 +176,32 @@ describe('a runner that crashes', () => {
     expect(w.read('broken-state', 'progress.log')).toMatch(/run 1 ended: failed\n$/);
   });
 });
+
+describe('stopping a stubborn pi', () => {
+  it('closes stdin, then sends SIGTERM, then SIGKILL', async () => {
+    const w = fresh({ MULTI_AGENT_TIME_SCALE: '0.1' });
+    const log = join(w.root, 'stubborn.log');
+    const stubborn = join(w.root, 'stubborn-pi');
+    // Answers the prompt, then ignores both the end of its stdin and SIGTERM, noting each.
+    writeFileSync(
+      stubborn,
+      `#!${process.execPath}
+const { appendFileSync } = require('node:fs');
+const note = (what) => appendFileSync(${JSON.stringify(log)}, what + '\\n');
+process.on('SIGTERM', () => note('TERM'));
+process.stdin.on('data', () => {});
+process.stdin.on('end', () => note('EOF'));
+console.log(JSON.stringify({ type: 'response', id: 'prompt', command: 'prompt', success: true, data: { disposition: 'started' } }));
+note('started');
+setInterval(() => {}, 1000);
+`,
+      { mode: 0o755 },
+    );
+    const started = await w.job(['run', '--background', '--name', 'stubborn', 'hi'], { env: { MULTI_AGENT_PI_BIN: stubborn } });
+    expect(started.code).toBe(0);
+    await until(() => existsSync(log) && readFileSync(log, 'utf8').includes('started'), 20_000, 'the stand-in pi');
+    const kill = await w.job(['kill', 'stubborn']);
+    expect(kill.stdout).toBe('job: stubborn\nstatus: killed\n');
+    expect(readFileSync(log, 'utf8')).toBe('started\nEOF\nTERM\n');
+  });
+});

@@ -127,8 +127,13 @@ export function readEventStream(text: string): StreamReading {
   return reading;
 }
 
+// Python's `str.split()` separators (str.isspace): unlike JS `\s`, they include \x1c-\x1f and
+// \x85 and exclude U+FEFF.
+const PY_WHITESPACE_RUN = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/g;
+
+/** Python's `" ".join(text.split())`. */
 function collapseWhitespace(text: string): string {
-  return pyStrip(text.replace(/\s+/gu, ' '));
+  return pyStrip(text.replace(PY_WHITESPACE_RUN, ' '));
 }
 
 /** Why a run that exited 0 still failed, from its final status; '' for a success. */

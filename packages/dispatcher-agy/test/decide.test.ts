@@ -193,6 +193,12 @@ describe('upstream unit inventory', () => {
     expect(failureReason(' RATE   LIMITED ', '  ')).toBe('Agy reported status RATE LIMITED');
   });
 
+  test('failure_reason collapses whitespace as Python str.split() does', () => {
+    // \x1c-\x1f and \x85 separate words in Python; U+FEFF does not.
+    expect(failureReason(' ERR\x1cOR ', 'a\x1fb \x85 c\ufeffd')).toBe('Agy reported status ERR OR: a b c\ufeffd');
+    expect(failureReason('ERROR', '\x1e\x1d')).toBe('Agy reported status ERROR');
+  });
+
   // #19 (each chunk reaches the tail before EOF) is checked end to end in prun.test.ts, where the
   // init line must be in `tail` while the worker still hangs.
 });

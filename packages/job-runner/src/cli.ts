@@ -20,6 +20,7 @@ export const USAGE = `Usage:
   prun-job list     [--all] [--json]
   prun-job profiles
   prun-job rm       NAME
+  prun-job completion (bash | zsh)
 
 Options for run:
   --profile P     Profile name, matched case-insensitively (default general-purpose)

@@ -205,3 +205,24 @@ setInterval(() => {}, 1000);
     expect(readFileSync(log, 'utf8')).toBe('started\nEOF\nTERM\n');
   });
 });
+
+describe('shell completion', () => {
+  it('completes commands and the job names of the current project', async () => {
+    const w = fresh();
+    for (const name of ['alpha-1', 'alpha-2', 'beta']) mkdirSync(w.jobDir(name), { recursive: true });
+    expect((await w.job(['__names'])).stdout).toBe('alpha-1\nalpha-2\nbeta\n');
+    const script = (await w.job(['completion', 'bash'])).stdout;
+    expect(script).toContain('complete -F _prun_job prun-job');
+    const probe = `${script}
+prun-job() { ${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} "$@"; }
+COMP_WORDS=(prun-job status al); COMP_CWORD=2; _prun_job; echo "names: \${COMPREPLY[*]}"
+COMP_WORDS=(prun-job ste); COMP_CWORD=1; _prun_job; echo "commands: \${COMPREPLY[*]}"
+`;
+    const bash = spawn('bash', ['-c', probe], { cwd: w.cwd, env: w.env });
+    let out = '';
+    bash.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    await new Promise((resolve) => bash.on('close', resolve));
+    expect(out).toBe('names: alpha-1 alpha-2\ncommands: steer\n');
+    expect((await w.job(['completion', 'fish'])).code).toBe(64);
+  });
+});

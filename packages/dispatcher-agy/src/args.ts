@@ -37,13 +37,22 @@ const OPTIONS: readonly { name: OptionName; takesValue: boolean }[] = [
 
 const NEGATIVE_NUMBER = /^-\d+$|^-\d*\.\d+$/;
 
-/** Whether argparse would read this token as an option rather than as a value. */
+/**
+ * Whether argparse would read this token as an option rather than as a value (its
+ * `_parse_optional`): a token naming an option (exactly, by prefix, or before an `=`) is one;
+ * otherwise negative numbers and anything with a space are values, even after `--`.
+ */
 function looksLikeOption(token: string): boolean {
   if (!token.startsWith('-') || token === '-') return false;
+  if (token.startsWith('--')) {
+    const eq = token.indexOf('=');
+    const flag = eq >= 0 ? token.slice(0, eq) : token;
+    if (OPTIONS.some((o) => `--${o.name}`.startsWith(flag))) return true;
+  } else if (token.startsWith('-h')) {
+    return true;
+  }
   if (NEGATIVE_NUMBER.test(token)) return false;
-  // argparse takes a dash-led token with a space in it as a value unless it names an option.
-  if (token.includes(' ') && !token.startsWith('--')) return false;
-  return true;
+  return !token.includes(' ');
 }
 
 function matchOption(flag: string): { name: OptionName; takesValue: boolean } | string {

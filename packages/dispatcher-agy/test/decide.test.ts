@@ -218,6 +218,17 @@ describe('command line', () => {
     expect(ok.kind === 'args' && [ok.args.promptFile, ok.args.resultFile]).toEqual(['-1', '-x y']);
   });
 
+  test('a spaced value is a value even after --, unless it names an option before an =', () => {
+    const ok = parseArgs(['--prompt-file', '--my prompt', '--result-file', 'r', '--unit-id', 'u', '--continue-from', '--x=y z']);
+    expect(ok.kind === 'args' && [ok.args.promptFile, ok.args.continueFrom]).toEqual(['--my prompt', '--x=y z']);
+    for (const token of ['--mode=a b', '--mo=a b', '-h x']) {
+      expect(parseArgs(['--prompt-file', token, '--result-file', 'r', '--unit-id', 'u'])).toEqual({
+        kind: 'error',
+        message: 'argument --prompt-file: expected one argument',
+      });
+    }
+  });
+
   test('help wins over missing options; errors name the problem', () => {
     expect(parseArgs(['--he'])).toEqual({ kind: 'help' });
     expect(parseArgs(['--unit-id', 'x', '-h'])).toEqual({ kind: 'help' });

@@ -77,6 +77,7 @@ export class MonitorRun extends WatchLoop {
     const { settings } = this.#options;
     const nowMs = this.now();
     let wakeAtMs = this.nextLookMs(nowMs, settings.pollS, settings.timeoutS);
+    let newWatch = false;
     for (const unit of this.#units) {
       const observation = observeUnit(unit.absDir, this.#options.cwd);
       // The state dir matters only until its result-file names the result: after that, its
@@ -84,7 +85,9 @@ export class MonitorRun extends WatchLoop {
       if (observation.resultPath === null) this.waker.watchDir(unit.absDir, NOISY_STATE_FILES);
       else {
         this.waker.unwatchDir(unit.absDir);
-        this.waker.watchFile(observation.resultPath);
+        // The result was looked at before its watch existed: look once more, so a result
+        // landing in between is not left to the poll.
+        if (this.waker.watchFile(observation.resultPath)) newWatch = true;
       }
       const outcome = classifyUnit(unit.memory, observation, () => probeDispatch(unit.absDir), settings, nowMs);
       unit.memory = outcome.memory;
@@ -103,6 +106,7 @@ export class MonitorRun extends WatchLoop {
       this.stop(eventExitCode(event));
       return;
     }
+    if (newWatch) this.waker.soon();
     this.waker.wakeAt(wakeAtMs, this.now());
   }
 

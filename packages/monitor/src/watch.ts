@@ -67,11 +67,18 @@ export class Waker {
     this.#watchers.delete(dir);
   }
 
-  /** Wake on changes to `path`, which need not exist yet (its directory is watched). */
-  watchFile(path: string): void {
+  /**
+   * Wake on changes to `path`, which need not exist yet (its directory is watched; while that
+   * directory is missing, its nearest existing ancestor is watched for the missing name).
+   * Returns true when a new watcher was set up: a change made just before it went unseen, so
+   * the caller should look again.
+   */
+  watchFile(path: string): boolean {
     const dir = dirname(path);
     this.#interestIn(dir).names.add(basename(path));
-    this.#watch(dir);
+    const outcome = this.#watch(dir);
+    if (outcome === 'missing' && dirname(dir) !== dir) return this.watchFile(dir);
+    return outcome === 'installed';
   }
 
   #isRelevant(dir: string, filename: string | null): boolean {
@@ -81,8 +88,9 @@ export class Waker {
     return interest.ignoredWhenWhole !== null && !interest.ignoredWhenWhole.has(filename);
   }
 
-  #watch(dir: string): void {
-    if (this.#closed || this.#watchingDisabled || this.#watchers.has(dir)) return;
+  #watch(dir: string): 'installed' | 'watching' | 'missing' | 'unavailable' {
+    if (this.#watchers.has(dir)) return 'watching';
+    if (this.#closed || this.#watchingDisabled) return 'unavailable';
     try {
       const watcher = (this.options.watch ?? defaultWatch)(dir, (_event, filename) => {
         if (this.#isRelevant(dir, filename)) this.soon();
@@ -93,9 +101,11 @@ export class Waker {
         this.soon();
       });
       this.#watchers.set(dir, watcher);
+      return 'installed';
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOSPC' || code === 'EMFILE' || code === 'ENFILE') this.#watchingDisabled = true;
+      return code === 'ENOENT' || code === 'ENOTDIR' ? 'missing' : 'unavailable';
     }
   }
 

@@ -359,6 +359,23 @@ describe.concurrent('prun-monitor: event-driven', () => {
     expect(Date.now() - landed).toBeLessThan(1000);
   });
 
+  it('a result in a directory created after start is seen as fast (its nearest existing ancestor is watched)', async () => {
+    const b = base();
+    const dir = join(b, 'u1');
+    mkdirSync(dir);
+    const result = join(b, 'made', 'later', 'u1.md');
+    writeFileSync(join(dir, STATE_FILES.resultFile), `${result}\n`);
+    const m = start(monitorBin, [dir], monitorEnv({ PRUN_MONITOR_POLL: '30', PRUN_STALL_THRESHOLD: '600' }));
+    await m.lineStartingWith('MONITOR-START');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    mkdirSync(join(b, 'made', 'later'), { recursive: true });
+    writeFileSync(result, '# u1 result (FALLBACK, Agy wrote no final result)\n');
+    const landed = Date.now();
+    const r = await m.result;
+    expect(r.stdout).toContain('UNIT u1 failed(fallback)');
+    expect(Date.now() - landed).toBeLessThan(1000);
+  });
+
   it('the stall clock works with no file events and a 30 s poll', async () => {
     const b = base();
     const u1 = makeStateDir(b, 'u1', { tail: 'frozen\n' });

@@ -1,5 +1,6 @@
 // The watch loops as a library, with fs.watch replaced by one that fails like a system out of
 // inotify watches: the loops must still finish, by polling.
+import { EventEmitter } from 'node:events';
 import type { FSWatcher } from 'node:fs';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -75,5 +76,45 @@ describe.concurrent('watch loops without inotify', () => {
     run.pass();
     expect(await run.finished).toBe(2);
     expect(records[1]).toMatchObject({ event: 'timeout', units: [{ name: 'a', status: { kind: 'growing' } }, { name: 'b' }] });
+  });
+});
+
+describe.concurrent('watch loops: no event is lost to the moment a watch is set up', () => {
+  const silentWatcher = (): FSWatcher => Object.assign(new EventEmitter(), { close: () => {} }) as unknown as FSWatcher;
+
+  it('MonitorRun looks again once a new watch is in place (a result landing just before it is not left to the poll)', async () => {
+    const b = base();
+    const dir = join(b, 'u1');
+    const results = join(b, 'results');
+    mkdirSync(dir);
+    mkdirSync(results);
+    const result = join(results, 'r.md');
+    let stateDirListener: ((event: string, name: string | null) => void) | undefined;
+    // The result lands after a look found its entry, just before its directory is watched;
+    // the watcher then reports nothing, as inotify would not for an earlier write.
+    const watch = (watched: string, listener: (event: string, name: string | null) => void): FSWatcher => {
+      if (watched === dir) stateDirListener = listener;
+      if (watched === results) writeFileSync(result, '# u1 result\n');
+      return silentWatcher();
+    };
+    const records: MonitorRecord[] = [];
+    const run = new MonitorRun({
+      settings: { stallThresholdS: 600, pollS: 30, timeoutS: 20, stableWindowS: 0 },
+      cwd: b,
+      emit: (record) => records.push(record),
+      watch,
+    });
+    run.addUnit(dir);
+    run.endOperands();
+    // Let the first looks settle, then the dispatcher names the result.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    writeFileSync(join(dir, STATE_FILES.resultFile), `${result}\n`);
+    stateDirListener!('rename', STATE_FILES.resultFile);
+    const named = Date.now();
+    const code = await Promise.race([run.finished, new Promise((resolve) => setTimeout(() => resolve('still watching'), 2000))]);
+    run.stop(70);
+    expect(code).toBe(0);
+    expect(Date.now() - named).toBeLessThan(1000);
+    expect(records.map((r) => r.event)).toEqual(['start', 'all-done']);
   });
 });

@@ -411,6 +411,17 @@ describe.concurrent('command line and settings', () => {
     expect(readFileSync(r.result, 'utf8')).toContain('"progress 1 of 100"');
   });
 
+  test('conversation-id holds the id unstripped; --continue-from strips it', async ({ expect }) => {
+    const r = root();
+    const first = await r.run({ env: { FAKE_AGY_CONVERSATION_ID: ' conv-spaced\t' } });
+    expect(first.code).toBe(0);
+    expect(readState(first.stateDir, 'conversation-id')).toBe(' conv-spaced\t\n');
+    const second = await r.run({ resultPath: join(r.dir, 'second.md'), args: ['--continue-from', first.stateDir!] });
+    expect(second.code).toBe(0);
+    const argv = r.workerCalls()[1]!.argv;
+    expect(argv.slice(argv.indexOf('--conversation'))).toEqual(['--conversation', 'conv-spaced']);
+  });
+
   test('a result path that is a dangling symlink is published at its target; the link stays', async ({ expect }) => {
     const r = root();
     const target = join(r.dir, 'out', 'target.md');

@@ -411,6 +411,19 @@ describe.concurrent('command line and settings', () => {
     expect(readFileSync(r.result, 'utf8')).toContain('"progress 1 of 100"');
   });
 
+  test('worker-wrote means size > 0: a 0-byte file is overwritten, a 1-byte file wins', async ({ expect }) => {
+    const empty = root();
+    const res = await empty.run({ env: { FAKE_AGY_WRITE_RESULT: empty.result, FAKE_AGY_WORKER_TEXT: '' } });
+    expect(res.code).toBe(0);
+    expect(readFileSync(empty.result, 'utf8')).toContain('Conclusion: complete');
+    expect(existsSync(join(empty.dir, 'unit-result.response.md'))).toBe(false);
+    const tiny = root();
+    const kept = await tiny.run({ env: { FAKE_AGY_WRITE_RESULT: tiny.result, FAKE_AGY_WORKER_TEXT: 'x' } });
+    expect(kept.code).toBe(0);
+    expect(readFileSync(tiny.result, 'utf8')).toBe('x');
+    expect(readFileSync(join(tiny.dir, 'unit-result.response.md'), 'utf8')).toContain('Conclusion: complete\n');
+  });
+
   test('conversation-id holds the id unstripped; --continue-from strips it', async ({ expect }) => {
     const r = root();
     const first = await r.run({ env: { FAKE_AGY_CONVERSATION_ID: ' conv-spaced\t' } });

@@ -35,6 +35,18 @@ describe.concurrent('prun-gather: upstream contract', () => {
     expect(r.stdout).toContain('TIMEOUT');
   });
 
+  it('a directory is not a result (unlike bash -s): it never lands', async () => {
+    const b = base();
+    const dir = join(b, 'adir.md');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'inside'), 'x\n');
+    const ready = join(b, 'ready.md');
+    writeFileSync(ready, 'r\n');
+    const r = await run(gatherBin, [dir, ready], gatherEnv({ AGENT_CONFIG_GATHER_TIMEOUT: '1' }));
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe(`GATHER-START count=2 timeout=1s\nDONE ${ready}\nTIMEOUT remaining=1\n`);
+  });
+
   it('a missing file times out', async () => {
     const b = base();
     const r = await run(gatherBin, [join(b, 'missing.md')], gatherEnv({ AGENT_CONFIG_GATHER_TIMEOUT: '1' }));

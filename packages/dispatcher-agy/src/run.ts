@@ -97,6 +97,8 @@ class Dispatch {
   helper: ChildProcess | null = null;
   worker: ChildProcess | null = null;
   interruptedBy: NodeJS.Signals | null = null;
+  /** The worker has exited; its outcome stands even while its pipes still drain. */
+  workerExited = false;
   deadlineHit = false;
   killTimer: NodeJS.Timeout | null = null;
   private readonly handlers = new Map<NodeJS.Signals, () => void>();
@@ -163,6 +165,7 @@ class Dispatch {
         break;
       }
       case 'running':
+        if (this.workerExited) break;
         if (this.interruptedBy !== null) {
           // A second signal: the user means it.
           const pid = this.worker?.pid;
@@ -487,6 +490,7 @@ function runWorker(
 
     child.on('exit', (code, signal) => {
       exit = { code, signal };
+      run.workerExited = true;
       // Nothing the worker started may outlive it (or the dispatcher).
       signalGroup(pid, 'SIGKILL');
       if (openStreams > 0) {

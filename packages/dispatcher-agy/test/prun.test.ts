@@ -5,7 +5,7 @@
 import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, test } from 'vitest';
-import { BIN, Root, processRunning, readState, rootPool, runNode, waitFor } from './harness.js';
+import { BIN, Root, processAlive, processRunning, readState, rootPool, runNode, waitFor } from './harness.js';
 
 const { root, cleanup } = rootPool();
 afterAll(cleanup);
@@ -119,6 +119,35 @@ describe.concurrent('signals and deadline', () => {
     expect(text).toContain('FALLBACK');
     expect(text).toContain('Agy did not exit within 1.2s');
     await waitFor(() => pids(pidFile).length === 2 && pids(pidFile).every((pid) => !processRunning(pid)), 5_000, 'group gone');
+  });
+
+  test('a signal after the worker exited does not turn its finished result into a FALLBACK', async ({ expect }) => {
+    const r = root();
+    const pidFile = join(r.dir, 'pids');
+    let dispatcherPid = 0;
+    const running = r.run({
+      // A detached process keeps the captures open for a while after the worker exits.
+      env: { FAKE_AGY_PIPE_HOLDER_MS: '4000', FAKE_AGY_PID_FILE: pidFile },
+      onSpawn: (pid) => {
+        dispatcherPid = pid;
+      },
+    });
+    try {
+      // Reaped (not just a zombie): the dispatcher has seen the exit.
+      await waitFor(() => pids(pidFile).length === 2 && !processAlive(pids(pidFile)[0]!), 15_000, 'worker exit');
+      process.kill(dispatcherPid, 'SIGTERM');
+      const res = await running;
+      expect(res.code).toBe(0);
+      expect(readFileSync(r.result, 'utf8')).toContain('Conclusion: complete');
+    } finally {
+      for (const pid of pids(pidFile)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
   });
 
   test('a worker killed by a signal gives 128+n and a reason naming the signal', async ({ expect }) => {

@@ -18,9 +18,10 @@ export type ParsedArgs =
   | { kind: 'usage-error'; message: string };
 
 const SortSchema = z.enum(['path', 'tail-bytes-desc']);
+// argparse's int: an optional sign; a negative minimum simply hides nothing (spec §5.2).
 const MinTailBytesSchema = z
   .string()
-  .regex(/^[0-9]+$/, 'must be a non-negative integer')
+  .regex(/^[+-]?[0-9]+$/, 'must be an integer')
   .transform(Number)
   .refine(Number.isSafeInteger, 'is too large');
 

@@ -392,6 +392,15 @@ describe('output contract', () => {
     expect(report.summary?.units).toBe(2);
   });
 
+  it('a negative --min-tail-bytes is accepted and hides nothing (spec §5.2)', () => {
+    const root = tempDir();
+    makeUnit(root, 'small', { tail: '' });
+    makeUnit(root, 'big', { tail: 'b'.repeat(5000) });
+    const { status, report } = runJson(root, ['--min-tail-bytes', '-1']);
+    expect(status).toBe(0);
+    expect(report.units).toHaveLength(2);
+  });
+
   it('errors of a hidden unit still make the sweep partial', () => {
     const root = tempDir();
     const hidden = makeUnit(root, 'hidden', { tail: '' });
@@ -615,7 +624,6 @@ describe('usage', () => {
   it.each([
     [['--bogus']],
     [['--sort', 'bad']],
-    [['--min-tail-bytes', '-1']],
     [['--min-tail-bytes', '2.5']],
     [['--min-tail-bytes']],
     [['extra-operand']],

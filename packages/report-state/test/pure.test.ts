@@ -304,6 +304,9 @@ describe('options', () => {
       kind: 'run',
       options: { roots: [], json: false, summary: false, sort: 'path', minTailBytes: 0, includeLegacyPid: false },
     });
+    // As argparse's int: a sign is accepted, and a negative minimum hides nothing (spec §5.2).
+    expect(parseArgs(['--min-tail-bytes', '-5'])).toMatchObject({ kind: 'run', options: { minTailBytes: -5 } });
+    expect(parseArgs(['--min-tail-bytes=+7'])).toMatchObject({ kind: 'run', options: { minTailBytes: 7 } });
     expect(parseArgs(['--json', '-h']).kind).toBe('help');
     expect(parseArgs(['--version']).kind).toBe('version');
   });
@@ -313,9 +316,9 @@ describe('options', () => {
     [['--json=1'], "unknown option '--json'"],
     [['stray'], "unexpected argument 'stray'"],
     [['--sort', 'bad'], "--sort must be path or tail-bytes-desc, not 'bad'"],
-    [['--min-tail-bytes', '-5'], "--min-tail-bytes must be a non-negative integer, not '-5'"],
-    [['--min-tail-bytes', '1.5'], "--min-tail-bytes must be a non-negative integer, not '1.5'"],
-    [['--min-tail-bytes', 'abc'], "--min-tail-bytes must be a non-negative integer, not 'abc'"],
+    [['--min-tail-bytes', '1.5'], "--min-tail-bytes must be an integer, not '1.5'"],
+    [['--min-tail-bytes', 'abc'], "--min-tail-bytes must be an integer, not 'abc'"],
+    [['--min-tail-bytes', '--5'], "--min-tail-bytes must be an integer, not '--5'"],
     [['--min-tail-bytes', '99999999999999999999'], '--min-tail-bytes is too large'],
     [['--root'], '--root needs a value'],
   ])('rejects %j', (argv, message) => {

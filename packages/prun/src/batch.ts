@@ -12,6 +12,7 @@ import { batchExitCode, decide, quotaRetryTime } from './schedule.js';
 import {
   fallbackReason,
   hasConversation,
+  findDispatcherFor,
   isDispatcherProcess,
   isQuotaBlock,
   isRunning,
@@ -198,8 +199,11 @@ export class BatchRun {
       const entry = this.latest.get(unit.id)!;
       if (entry.status === 'running') {
         const stateDir = entry.state_dir ?? stateDirFromLog(this.paths.stdoutLog(unit.id));
-        const pid = entry.dispatcher_pid;
-        if (pid !== undefined && isDispatcherProcess(pid)) {
+        // A `running` line is written before the dispatcher starts, so a batch killed in
+        // between leaves no pid: look for the dispatcher by its result path instead.
+        const recorded = entry.dispatcher_pid !== undefined && isDispatcherProcess(entry.dispatcher_pid) ? entry.dispatcher_pid : null;
+        const pid = recorded ?? findDispatcherFor(this.paths.result(unit.id));
+        if (pid !== null) {
           this.live.set(unit.id, { child: null, pid, memory: initialMemory(Date.now()), stallReported: false });
           this.record(unit.id, { state_dir: stateDir, dispatcher_pid: pid, note: 'adopted a dispatch still running from an earlier batch process' });
           continue;
@@ -306,6 +310,18 @@ export class BatchRun {
     if (cloneDir) env.PRUN_SCRATCH_CWD = cloneDir;
     if (unit.model) env.ANTIGRAVITY_DISPATCH_MODEL = unit.model;
 
+    // Recorded before the spawn: a batch killed at any point after this line finds the unit
+    // `running` on --resume and looks for its dispatcher, so no unit is dispatched twice.
+    this.record(id, {
+      status: 'running',
+      mode,
+      clone_dir: cloneDir,
+      state_dir: null,
+      started_at: nowIso(),
+      ended_at: null,
+      exit_code: null,
+      attempt,
+    });
     // The dispatcher's output goes to files, not pipes: a batch killed mid-run must not take
     // its dispatchers down with a broken pipe, and a resumed batch reads their STATE-DIR lines.
     const out = openSync(this.paths.stdoutLog(id), 'a');
@@ -323,17 +339,7 @@ export class BatchRun {
       return;
     }
     this.live.set(id, { child, pid, memory: initialMemory(Date.now()), stallReported: false });
-    this.record(id, {
-      status: 'running',
-      mode,
-      clone_dir: cloneDir,
-      state_dir: null,
-      started_at: nowIso(),
-      ended_at: null,
-      exit_code: null,
-      attempt,
-      dispatcher_pid: pid,
-    });
+    this.record(id, { dispatcher_pid: pid });
     this.settings.progress(`started ${id}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
     child.on('exit', (code, signal) => {
       const exitCode = code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);

@@ -1,4 +1,4 @@
-import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { STATE_DIR_LINE_PREFIX, STATE_FILES, isProcessAlive, parseResultSummary, readStateEntry, type ResultSummary } from '@prun/unit-state';
 
 /** The head of a result file (enough for its header and contract lines), or null if absent/empty. */
@@ -57,6 +57,32 @@ export function isRunning(pid: number): boolean {
   } catch {
     return true;
   }
+}
+
+/**
+ * The pid of a running dispatcher publishing to `resultPath`, found by its command line
+ * (`--result-file <path>` with the exact absolute path prun passed). This finds a dispatcher
+ * that was started but not yet recorded when its batch process died. Linux (/proc) only.
+ */
+export function findDispatcherFor(resultPath: string): number | null {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return null;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    const at = argv.indexOf('--result-file');
+    if (at !== -1 && argv[at + 1] === resultPath && isRunning(Number(entry))) return Number(entry);
+  }
+  return null;
 }
 
 /** Whether pid is a running prun dispatcher (guards against a recycled pid). */

@@ -1,8 +1,11 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { execa } from 'execa';
 import { isProcessAlive } from '@prun/unit-state';
-import { latestStatus, ledger, prun, sandbox, waitFor, workerCalls, writePlan, type Sandbox } from './helpers.js';
+import { latestStatus, ledger, prun, repoRoot, sandbox, waitFor, workerCalls, writePlan, type Sandbox } from './helpers.js';
+
+const dispatcherBin = join(repoRoot, 'packages/dispatcher-agy/bin/prun-dispatch-agy.js');
 
 let box: Sandbox | undefined;
 afterEach(() => {
@@ -29,17 +32,18 @@ describe('prun batch', () => {
   it('runs a 12-unit plan with dependencies, a failing unit and a quota refusal that clears', async () => {
     box = sandbox();
     const quota = join(box.root, 'quota.json');
-    geminiExhaustedUntil(quota, new Date(Date.now() + 3000));
+    // u07 comes first so it is dispatched at once, well before the reset even on a busy machine.
+    geminiExhaustedUntil(quota, new Date(Date.now() + 5000));
     const env: NodeJS.ProcessEnv = { ...box.env, AGY_QUOTA_CACHE: quota };
     delete env.PRUN_AGY_QUOTA_GATE;
     const plan = writePlan(box.root, [
+      { id: 'u07', prompt: 'UNIT-ID:u07 runs on the default Gemini model, refused until the reset' },
       unit('u01'),
       unit('u02', { depends_on: ['u01'] }),
       unit('u03', { depends_on: ['u01', 'u02'] }),
       unit('u04', {}, '[[agy EXIT=3]]'),
       unit('u05', { depends_on: ['u04'] }),
       unit('u06', { depends_on: ['u05'] }),
-      { id: 'u07', prompt: 'UNIT-ID:u07 runs on the default Gemini model, refused until the reset' },
       unit('u08'),
       unit('u09', { depends_on: ['u07'] }),
       unit('u10'),
@@ -55,8 +59,8 @@ describe('prun batch', () => {
     expect(summary.exit_code).toBe(3);
     const statuses = Object.fromEntries(summary.units.map((u) => [u.id, u.status]));
     expect(statuses).toEqual({
-      u01: 'done', u02: 'done', u03: 'done', u04: 'failed', u05: 'failed', u06: 'failed',
-      u07: 'done', u08: 'done', u09: 'done', u10: 'done', u11: 'done', u12: 'done',
+      u07: 'done', u01: 'done', u02: 'done', u03: 'done', u04: 'failed', u05: 'failed', u06: 'failed',
+      u08: 'done', u09: 'done', u10: 'done', u11: 'done', u12: 'done',
     });
     expect(latestStatus(dir)).toEqual(statuses);
 
@@ -187,5 +191,29 @@ describe('prun batch', () => {
     expect(String(run.stderr)).toMatch(/^prun: unit st stalled: no output for \d+s \(state dir .*prun-task-/m);
     const summary = JSON.parse(String(run.stdout)) as { units: Array<{ id: string; status: string; exit_code: number; stalled: boolean }> };
     expect(summary.units[0]).toMatchObject({ id: 'st', status: 'failed', exit_code: 124, stalled: true });
+  }, 60_000);
+
+  it('adopts a dispatcher started just before the batch died, before its pid reached the ledger', async () => {
+    box = sandbox();
+    const plan = writePlan(box.root, [unit('w1', {}, '[[agy DELAY_MS=1500]]')]);
+    const dir = join(box.root, 'batch');
+    // Lay the batch out with a run that cannot find agy (the unit fails before any state).
+    const first = await prun(['batch', plan, '--dir', dir], { env: { ...box.env, ANTIGRAVITY_BIN: join(box.root, 'no-agy') }, cwd: box.root });
+    expect(first.exitCode).toBe(1);
+    expect(existsSync(join(dir, 'results', 'w1.md'))).toBe(false);
+    // What a batch killed between its pre-spawn `running` line and the pid line leaves behind:
+    const last = ledger(dir).at(-1)!;
+    writeFileSync(join(dir, 'ledger.jsonl'), `${JSON.stringify({ ...last, status: 'running', exit_code: null, ended_at: null, note: undefined })}\n`, { flag: 'a' });
+    const orphan = execa(process.execPath, [dispatcherBin, '--prompt-file', join(dir, 'prompts', 'w1.md'), '--result-file', join(dir, 'results', 'w1.md'), '--unit-id', 'w1'], {
+      env: box.env, extendEnv: false, cwd: dir, detached: true, stdio: 'ignore',
+    });
+    await waitFor(() => workerCalls(box!.logDir).length === 1, 'the orphan dispatch to start its worker');
+
+    const resumed = await prun(['batch', '--resume', dir, '--json'], { env: box.env, cwd: box.root });
+    await orphan;
+    expect(resumed.exitCode).toBe(0);
+    expect(latestStatus(dir)).toEqual({ w1: 'done' });
+    expect(workerCalls(box.logDir)).toHaveLength(1);
+    expect(ledger(dir).some((l) => l.id === 'w1' && /adopted/.test(l.note ?? ''))).toBe(true);
   }, 60_000);
 });

@@ -13,13 +13,15 @@ const modelAsked = (marker: string) =>
 describe('two background jobs: steer one, kill the other', () => {
   it('steer is queued and changes the output; kill stops the other; list shows both', async () => {
     const w = fresh();
-    expect((await w.job(['run', '--background', '--name', 'talker', '[[slow]] talker-marker'])).code).toBe(0);
+    // The sleeper starts first, and the steered turn waits 3 s before answering, so the
+    // talker is still running when `list` looks, however slowly pi starts on a busy machine.
     expect((await w.job(['run', '--background', '--name', 'sleeper', '[[hang]] sleeper-marker'])).code).toBe(0);
-    await modelAsked('talker-marker');
-    const steer = await w.job(['steer', 'talker', 'steered-pineapple']);
-    expect(steer).toMatchObject({ code: 0, stdout: 'job: talker\nsteer: queued\n' });
     await modelAsked('sleeper-marker');
     expect(piOf(w.jobDir('sleeper'))).toHaveLength(1);
+    expect((await w.job(['run', '--background', '--name', 'talker', '[[slow]] talker-marker'])).code).toBe(0);
+    await modelAsked('talker-marker');
+    const steer = await w.job(['steer', 'talker', '[[sleep:3000]] steered-pineapple']);
+    expect(steer).toMatchObject({ code: 0, stdout: 'job: talker\nsteer: queued\n' });
     const both = JSON.parse((await w.job(['list', '--json'])).stdout) as { name: string; status: string }[];
     expect(both.map((j) => j.status)).toEqual(['running', 'running']);
     const kill = await w.job(['kill', 'sleeper']);
@@ -29,8 +31,8 @@ describe('two background jobs: steer one, kill the other', () => {
     expect(w.read('sleeper', 'progress.log')).toMatch(/stopped by kill\n.*run 1 ended: killed\n$/);
     const waited = await w.job(['wait', 'talker']);
     expect(waited.code).toBe(0);
-    expect(waited.stdout).toMatch(/^ECHO: steered-pineapple\n/);
-    expect(w.read('talker', 'progress.log')).toContain(' steer: steered-pineapple\n');
+    expect(waited.stdout).toMatch(/^ECHO: \[\[sleep:3000\]\] steered-pineapple\n/);
+    expect(w.read('talker', 'progress.log')).toContain(' steer: [[sleep:3000]] steered-pineapple\n');
     const result = await w.job(['result', 'talker']);
     expect(result.stdout).toBe(waited.stdout);
     const list = (await w.job(['list'])).stdout;

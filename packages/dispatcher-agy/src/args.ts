@@ -69,15 +69,12 @@ function matchOption(flag: string): { name: OptionName; takesValue: boolean } | 
 export function parseArgs(argv: readonly string[]): ArgsOutcome {
   const values = new Map<OptionName, string>();
   const addDirs: string[] = [];
-  let help = false;
-  let version = false;
   const unrecognized: string[] = [];
   for (let i = 0; i < argv.length; i += 1) {
     const token = argv[i]!;
-    if (token === '-h') {
-      help = true;
-      continue;
-    }
+    // argparse acts on --help (and a version action) the moment it meets it: an error in a
+    // later option is never reached.
+    if (token === '-h') return { kind: 'help' };
     if (token === '--') {
       unrecognized.push(...argv.slice(i + 1));
       break;
@@ -107,9 +104,9 @@ export function parseArgs(argv: readonly string[]): ArgsOutcome {
       value = next;
       i += 1;
     }
-    if (match.name === 'help') help = true;
-    else if (match.name === 'version') version = true;
-    else if (match.name === 'add-dir') addDirs.push(value!);
+    if (match.name === 'help') return { kind: 'help' };
+    if (match.name === 'version') return { kind: 'version' };
+    if (match.name === 'add-dir') addDirs.push(value!);
     else if (match.name === 'mode') {
       if (!(MODES as readonly string[]).includes(value!)) {
         return {
@@ -120,9 +117,6 @@ export function parseArgs(argv: readonly string[]): ArgsOutcome {
       values.set('mode', value!);
     } else values.set(match.name, value!);
   }
-  // argparse acts on --help as soon as it meets it, before any other check.
-  if (help) return { kind: 'help' };
-  if (version) return { kind: 'version' };
   const missing = (['prompt-file', 'result-file', 'unit-id'] as const).filter((name) => !values.has(name));
   if (missing.length > 0) {
     return { kind: 'error', message: `the following arguments are required: ${missing.map((m) => `--${m}`).join(', ')}` };

@@ -232,6 +232,12 @@ describe('command line', () => {
   test('help wins over missing options; errors name the problem', () => {
     expect(parseArgs(['--he'])).toEqual({ kind: 'help' });
     expect(parseArgs(['--unit-id', 'x', '-h'])).toEqual({ kind: 'help' });
+    // argparse stops at -h: errors in later options are never reached, earlier ones win.
+    expect(parseArgs(['-h', '--mode', 'x'])).toEqual({ kind: 'help' });
+    expect(parseArgs(['--help', '--unit-id'])).toEqual({ kind: 'help' });
+    expect(parseArgs(['-h', '--he=1'])).toEqual({ kind: 'help' });
+    expect(parseArgs(['--mode', 'x', '-h'])).toMatchObject({ kind: 'error' });
+    expect(parseArgs(['--he=1', '-h'])).toMatchObject({ kind: 'error' });
     expect(parseArgs(['--version'])).toEqual({ kind: 'version' });
     expect(parseArgs(['--prompt-file', 'p'])).toEqual({
       kind: 'error',

@@ -234,7 +234,17 @@ export function decideOutcome({ end, reading, workerWrote }: OutcomeInput): Outc
   return { code, reason, publish: { kind: 'fallback' }, refreshQuota };
 }
 
-/** The last `count` lines of a capture, for the stderr echo. */
+// Python's str.splitlines() boundaries: more than the universal newlines a file iteration uses.
+const PY_LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
+
+/** Python's `str.splitlines()` (no line ends kept). */
+export function pySplitlines(text: string): string[] {
+  const lines = text.split(PY_LINE_BREAK);
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+/** The last `count` lines of a capture, for the stderr echo (the original's `read_text().splitlines()`). */
 export function lastLines(text: string, count: number = TAIL_ECHO_LINES): string[] {
-  return splitLines(text).slice(-count);
+  return pySplitlines(text).slice(-count);
 }

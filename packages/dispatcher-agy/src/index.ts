@@ -15,6 +15,7 @@ export {
   type Outcome,
   decideOutcome,
   lastLines,
+  pySplitlines,
 } from './decide.js';
 export { parsePythonInt, parsePositiveSeconds, parseNonNegativeSeconds } from './pyparse.js';
 export {

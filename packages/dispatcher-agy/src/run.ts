@@ -52,7 +52,7 @@ import {
 } from './decide.js';
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
 import { parsePositiveSeconds } from './pyparse.js';
-import { UsageError, validate, type DispatchConfig } from './validate.js';
+import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
 
 /** Every message starts with the original's name: coordinators grep these texts. */
 export const MESSAGE_PREFIX = 'dispatch-task-agy: ';
@@ -189,8 +189,9 @@ class Dispatch {
     const text = renderFallback({
       unitId: config.unitId,
       reason,
-      stdout: this.readState(STATE_FILES.tail),
-      stderr: this.readState(STATE_FILES.tailStderr),
+      // The original reads the captures in text mode: CRLF and lone CR arrive as LF.
+      stdout: universalNewlines(this.readState(STATE_FILES.tail)),
+      stderr: universalNewlines(this.readState(STATE_FILES.tailStderr)),
     });
     try {
       publishAtomic(config.resultPath, text, { tag: PUBLISH_TAG, nonce });
@@ -358,7 +359,8 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
       throw new Stop(`preflight timed out after ${timeoutSeconds}s`, 124);
     }
     if (result.launchError !== null) throw new Stop(`could not launch Antigravity preflight: ${result.launchError}`, 70);
-    parts.push(result.stdout, result.stderr);
+    // The original captures preflight output in text mode: CRLF and lone CR arrive as LF.
+    parts.push(universalNewlines(result.stdout), universalNewlines(result.stderr));
     if (result.code !== 0) {
       writeTail();
       throw new Stop("Antigravity preflight failed; run 'agy' interactively and sign in", 70);
@@ -418,9 +420,16 @@ function runWorker(
   payload: string,
 ): Promise<WorkerRun> {
   const config = run.unit!.config;
-  const tailFd = openSync(run.statePath(STATE_FILES.tail), 'w');
-  const stderrFd = openSync(run.statePath(STATE_FILES.tailStderr), 'w');
-  let capturesOpen = true;
+  // As in the original, the captures are opened (truncated) once the worker runs, so a launch
+  // failure leaves no `tail`; no output is lost, since the pipes hold it until the first read.
+  let tailFd = -1;
+  let stderrFd = -1;
+  let capturesOpen = false;
+  const openCaptures = (): void => {
+    tailFd = openSync(run.statePath(STATE_FILES.tail), 'w');
+    stderrFd = openSync(run.statePath(STATE_FILES.tailStderr), 'w');
+    capturesOpen = true;
+  };
   const closeCaptures = (): void => {
     if (!capturesOpen) return;
     capturesOpen = false;
@@ -436,20 +445,27 @@ function runWorker(
     try {
       child = spawn(exe, args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     } catch (error) {
-      closeCaptures();
       reject(new Stop(`failed to launch Antigravity CLI: ${errorText(error)}`, 70));
       return;
     }
     child.once('error', (error) => {
       if (child.pid !== undefined) return;
-      closeCaptures();
       reject(new Stop(`failed to launch Antigravity CLI: ${errorText(error)}`, 70));
     });
     if (child.pid === undefined) return;
     const pid = child.pid;
     run.worker = child;
     run.phase = 'running';
-    run.writeState(STATE_FILES.workerPid, `${pid}\n`);
+    try {
+      run.writeState(STATE_FILES.workerPid, `${pid}\n`);
+      openCaptures();
+    } catch (error) {
+      // Without its captures the run cannot be reported: stop the worker before anything else.
+      signalGroup(pid, 'SIGKILL');
+      closeCaptures();
+      reject(error);
+      return;
+    }
 
     // Each chunk lands in the state dir as it arrives: monitors watch the tail grow.
     let openStreams = 2;

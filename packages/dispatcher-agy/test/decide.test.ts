@@ -382,6 +382,14 @@ describe('event stream', () => {
     expect(cleared.error).toBeNull();
   });
 
+  test('lastLines splits as Python str.splitlines() does (the echo reads the capture that way)', () => {
+    expect(lastLines('a\u2028b\fc\r\nd\re\x1cf\x85g\vh\n')).toEqual(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']);
+    expect(lastLines('\n')).toEqual(['']);
+    expect(lastLines('')).toEqual([]);
+    // \x1f and U+0085's neighbours are not line breaks.
+    expect(lastLines('x\x1fy\u0084z')).toEqual(['x\x1fy\u0084z']);
+  });
+
   test('lastLines keeps the final 80 lines', () => {
     const text = Array.from({ length: 100 }, (_, i) => `line ${i}`).join('\n') + '\n';
     const lines = lastLines(text);

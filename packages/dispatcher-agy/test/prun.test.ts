@@ -237,6 +237,8 @@ describe.concurrent('clean errors', () => {
     expect(res.code).toBe(70);
     expect(readFileSync(r.result, 'utf8')).toContain('failed to launch Antigravity CLI');
     expect(readState(res.stateDir, 'tail.stderr-tmp')).toMatch(/^failed to launch Antigravity CLI: .+\n$/);
+    // The captures are opened once the worker runs: a launch failure leaves no `tail`.
+    expect(existsSync(join(res.stateDir!, 'tail'))).toBe(false);
   });
 });
 
@@ -361,6 +363,15 @@ describe.concurrent('command line and settings', () => {
     expect(readFileSync(join(r.dir, 'r2.md'), 'utf8')).toContain('ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS must be a positive integer');
   });
 
+  test('preflight output is captured in text mode (CRLF and CR become LF) before it lands in preflight-tail', async ({ expect }) => {
+    const r = root();
+    const res = await r.run({
+      env: { ANTIGRAVITY_PREFLIGHT: 'auto', FAKE_AGY_VERSION: 'Antigravity CLI 1.2.0\r\n', FAKE_AGY_MODELS: 'gemini-3.8-flash-high\r\rother-model' },
+    });
+    expect(res.code).toBe(0);
+    expect(readState(res.stateDir, 'preflight-tail')).toBe('Antigravity CLI 1.2.0\n\n\ngemini-3.8-flash-high\n\nother-model\n\n');
+  });
+
   test('preflight timeout is 124 and preflight failure is 70', async ({ expect }) => {
     const r = root();
     const slow = await r.run({ env: { ANTIGRAVITY_PREFLIGHT: 'auto', ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS: '1', FAKE_AGY_MODELS_HANG: '1' } });
@@ -474,6 +485,14 @@ describe.concurrent('command line and settings', () => {
     expect(readState(res.stateDir, 'result-file')).toBe(`${target}\n`);
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
     expect(readFileSync(target, 'utf8')).toContain('Conclusion: complete');
+  });
+
+  test('the FALLBACK and the echo read the captures in text mode: CR and CRLF become line ends', async ({ expect }) => {
+    const r = root();
+    const res = await r.run({ env: { FAKE_AGY_STDERR: 'spin 1\rspin 2\r\nform\ffeed', FAKE_AGY_EXIT: '3' } });
+    expect(res.code).toBe(3);
+    expect(readFileSync(r.result, 'utf8')).toContain('## stderr\n\n```text\nspin 1\nspin 2\nform\ffeed\n```\n');
+    expect(res.stderr.endsWith('\nspin 1\nspin 2\nform\nfeed\n')).toBe(true);
   });
 
   test('the state directory name and files follow the contract', async ({ expect }) => {

@@ -51,13 +51,10 @@ export function formatMiB(bytes: number): string {
   return `${tenths / 10n}.${tenths % 10n}`;
 }
 
-/**
- * Counts in first-seen order as Python prints a dict (`{'unknown': 7, 'empty': 1}`, `{}` when
- * empty): the spec's text block. The keys are the fixed result and path-state words.
- */
+/** Counts as `key=value` pairs in first-seen order. */
 export function formatCounts(counts: Record<string, number>): string {
-  const pairs = Object.entries(counts).map(([key, value]) => `'${key.replace(/[\\']/g, '\\$&')}': ${value}`);
-  return `{${pairs.join(', ')}}`;
+  const pairs = Object.entries(counts).map(([key, value]) => `${key}=${value}`);
+  return pairs.length === 0 ? '(none)' : pairs.join(' ');
 }
 
 function header(includeLegacyPid: boolean): string {

@@ -58,8 +58,8 @@ it('after an interrupted fan-out, --summary tells present, missing and unresolve
   const missingOrEmptyBytes = bytesOf('survey_b') + bytesOf('survey_c');
   expect(text.stdout).toContain(`units 4   missing-or-empty result 2 units, 0.0 MiB\n`);
   expect(text.stdout).toContain('  unresolved    : 1 units, 0.0 MiB (tail present, result never classified)\n');
-  expect(text.stdout).toContain("  by result     : {'present': 1, 'empty': 1, 'missing': 1, 'unknown': 1}\n");
-  expect(text.stdout).toContain("  by path state : {'resolved': 3, 'absent-entry': 1}\n");
+  expect(text.stdout).toContain('  by result     : present=1 empty=1 missing=1 unknown=1\n');
+  expect(text.stdout).toContain('  by path state : resolved=3 absent-entry=1\n');
   expect(text.stdout).toContain('Snapshotting a tail is the only safe operation offered here.');
 
   const json = runBin(['--summary', '--json', '--sort', 'tail-bytes-desc'], { env: { TMPDIR: tmp } });

@@ -469,7 +469,7 @@ describe('output contract', () => {
 });
 
 describe('text output', () => {
-  it('prints the table, discovery failures and the incomplete notice on stderr, summary as a Python dict', () => {
+  it('prints the table, discovery failures and the incomplete notice on stderr, summary as key=value', () => {
     const root = tempDir();
     makeUnit(root, 'missing', { tail: 'x'.repeat(2_000_000), resultEntry: join(root, 'gone.md') });
     makeUnit(root, 'present', { tail: 'x'.repeat(1500), resultEntry: join(root, 'p.md'), resultBody: 'p', dispatchPid: '4242\n' });
@@ -484,8 +484,8 @@ describe('text output', () => {
         '',
         'units 2   missing-or-empty result 1 units, 1.9 MiB',
         '  unresolved    : 0 units, 0.0 MiB (tail present, result never classified)',
-        "  by result     : {'missing': 1, 'present': 1}",
-        "  by path state : {'resolved': 2}",
+        '  by result     : missing=1 present=1',
+        '  by path state : resolved=2',
         '',
         'Snapshotting a tail is the only safe operation offered here.',
         'This output does not establish that deleting, overwriting, or',
@@ -562,8 +562,8 @@ describe('the observed example of the spec (§5.4, §5.5)', () => {
         '',
         'units 11   missing-or-empty result 2 units, 1.9 MiB',
         '  unresolved    : 3 units, 0.0 MiB (tail present, result never classified)',
-        "  by result     : {'unknown': 7, 'empty': 1, 'missing': 1, 'present': 2}",
-        "  by path state : {'invalid-entry': 2, 'unreadable': 1, 'absent-entry': 3, 'resolved': 5}",
+        '  by result     : unknown=7 empty=1 missing=1 present=2',
+        '  by path state : invalid-entry=2 unreadable=1 absent-entry=3 resolved=5',
         '',
         'Snapshotting a tail is the only safe operation offered here.',
         'This output does not establish that deleting, overwriting, or',

@@ -198,9 +198,9 @@ describe('text formatting', () => {
     expect(formatMiB(25.5 * 1048576)).toBe('25.5');
   });
 
-  it('prints counts as a Python dict repr', () => {
-    expect(formatCounts({ unknown: 7, empty: 1 })).toBe("{'unknown': 7, 'empty': 1}");
-    expect(formatCounts({})).toBe('{}');
+  it('prints counts as key=value pairs', () => {
+    expect(formatCounts({ unknown: 7, empty: 1 })).toBe('unknown=7 empty=1');
+    expect(formatCounts({})).toBe('(none)');
   });
 
   it('lays out the table at the widths of the original and truncates only the unit name', () => {

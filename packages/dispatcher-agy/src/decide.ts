@@ -2,6 +2,7 @@
  * The dispatcher's pure decisions: the relay prompt, the worker argv, reading the event stream,
  * and what to publish once the worker is gone. No I/O here; run.ts does that.
  */
+import { parseJsonLenient } from '@prun/quota';
 import { pyStrip, resultShapeLines } from '@prun/unit-state';
 import { z } from 'zod';
 import type { Mode } from './args.js';
@@ -106,7 +107,8 @@ export function readEventStream(text: string): StreamReading {
   for (const line of splitLines(text)) {
     let event: unknown;
     try {
-      event = JSON.parse(line);
+      // Python's json.loads takes NaN and ±Infinity; read as null, they change no field here.
+      event = parseJsonLenient(line);
     } catch {
       continue;
     }

@@ -390,6 +390,17 @@ describe('event stream', () => {
     expect(lastLines('x\x1fy\u0084z')).toEqual(['x\x1fy\u0084z']);
   });
 
+  test('events carrying NaN or Infinity still count, as Python json.loads reads them', () => {
+    const reading = readEventStream(
+      [
+        '{"event": "init", "conversation_id": "c-nan", "latency": NaN}',
+        '{"event": "result", "result": {"response": "a response with NaN in its text", "status": "ERROR", "error": "x", "cost": -Infinity}}',
+        '{"event": "result", "result": {"status": NaN, "error": Infinity}}',
+      ].join('\n'),
+    );
+    expect(reading).toEqual({ conversationId: 'c-nan', status: 'UNKNOWN', response: 'a response with NaN in its text', error: null });
+  });
+
   test('lastLines keeps the final 80 lines', () => {
     const text = Array.from({ length: 100 }, (_, i) => `line ${i}`).join('\n') + '\n';
     const lines = lastLines(text);

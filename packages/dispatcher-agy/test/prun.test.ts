@@ -135,7 +135,13 @@ describe.concurrent('signals and deadline', () => {
     try {
       // Reaped (not just a zombie): the dispatcher has seen the exit.
       await waitFor(() => pids(pidFile).length === 2 && !processAlive(pids(pidFile)[0]!), 15_000, 'worker exit');
-      process.kill(dispatcherPid, 'SIGTERM');
+      // The captures stay open for 2 s after the exit; on a very slow machine the dispatcher may
+      // already be done, which must not fail the test either.
+      try {
+        process.kill(dispatcherPid, 'SIGTERM');
+      } catch {
+        // already finished
+      }
       const res = await running;
       expect(res.code).toBe(0);
       expect(readFileSync(r.result, 'utf8')).toContain('Conclusion: complete');

@@ -13,7 +13,7 @@ import {
   fallbackReason,
   hasConversation,
   findDispatcherFor,
-  isDispatcherProcess,
+  isDispatcherFor,
   isQuotaBlock,
   isRunning,
   readResultHead,
@@ -201,8 +201,9 @@ export class BatchRun {
         const stateDir = entry.state_dir ?? stateDirFromLog(this.paths.stdoutLog(unit.id));
         // A `running` line is written before the dispatcher starts, so a batch killed in
         // between leaves no pid: look for the dispatcher by its result path instead.
-        const recorded = entry.dispatcher_pid !== undefined && isDispatcherProcess(entry.dispatcher_pid) ? entry.dispatcher_pid : null;
-        const pid = recorded ?? findDispatcherFor(this.paths.result(unit.id));
+        const resultPath = this.paths.result(unit.id);
+        const recorded = entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath) ? entry.dispatcher_pid : null;
+        const pid = recorded ?? findDispatcherFor(resultPath);
         if (pid !== null) {
           this.live.set(unit.id, { child: null, pid, memory: initialMemory(Date.now()), stallReported: false });
           this.record(unit.id, { state_dir: stateDir, dispatcher_pid: pid, note: 'adopted a dispatch still running from an earlier batch process' });

@@ -5,7 +5,7 @@ import { STATE_FILES } from '@prun/unit-state';
 import { batchPaths, BatchError } from './batch.js';
 import { readLedger, type LedgerEntry } from './ledger.js';
 import { loadPlan, PlanError } from './plan.js';
-import { fallbackReason, isDispatcherProcess, readResultHead } from './units.js';
+import { fallbackReason, isDispatcherFor, readResultHead } from './units.js';
 
 export interface UnitStatusRow {
   id: string;
@@ -46,7 +46,7 @@ export function batchStatus(dir: string): UnitStatusRow[] {
       exit_code: entry?.exit_code ?? null,
       result: head === null ? 'missing' : fallback ? 'fallback' : 'present',
       reason: summary && fallback ? fallbackReason(summary) : null,
-      dispatcher_alive: entry?.status === 'running' && entry.dispatcher_pid !== undefined && isDispatcherProcess(entry.dispatcher_pid),
+      dispatcher_alive: entry?.status === 'running' && entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, paths.result(id)),
       tail_bytes: entry?.state_dir ? (statRegularFile(join(entry.state_dir, STATE_FILES.tail))?.size ?? 0) : null,
       result_file: entry?.result_file ?? paths.result(id),
       state_dir: entry?.state_dir ?? null,

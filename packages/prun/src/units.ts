@@ -59,10 +59,29 @@ export function isRunning(pid: number): boolean {
   }
 }
 
+/** The `--result-file` a process was started with, from its command line (Linux /proc). */
+function resultFileArgument(pid: number): string | null {
+  let argv: string[];
+  try {
+    argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return null;
+  }
+  const at = argv.indexOf('--result-file');
+  return at === -1 ? null : (argv[at + 1] ?? null);
+}
+
 /**
- * The pid of a running dispatcher publishing to `resultPath`, found by its command line
- * (`--result-file <path>` with the exact absolute path prun passed). This finds a dispatcher
- * that was started but not yet recorded when its batch process died. Linux (/proc) only.
+ * Whether pid is a running dispatcher publishing to `resultPath` (the exact absolute path prun
+ * passed), so a recycled pid, or another unit's dispatcher, is never taken for this unit's.
+ */
+export function isDispatcherFor(pid: number, resultPath: string): boolean {
+  return resultFileArgument(pid) === resultPath && isRunning(pid);
+}
+
+/**
+ * The pid of a running dispatcher publishing to `resultPath`, found by its command line. This
+ * finds a dispatcher that was started but not yet recorded when its batch process died.
  */
 export function findDispatcherFor(resultPath: string): number | null {
   let entries: string[];
@@ -72,27 +91,9 @@ export function findDispatcherFor(resultPath: string): number | null {
     return null;
   }
   for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    let argv: string[];
-    try {
-      argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue;
-    }
-    const at = argv.indexOf('--result-file');
-    if (at !== -1 && argv[at + 1] === resultPath && isRunning(Number(entry))) return Number(entry);
+    if (/^\d+$/.test(entry) && isDispatcherFor(Number(entry), resultPath)) return Number(entry);
   }
   return null;
-}
-
-/** Whether pid is a running prun dispatcher (guards against a recycled pid). */
-export function isDispatcherProcess(pid: number): boolean {
-  if (!isRunning(pid)) return false;
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('dispatch');
-  } catch {
-    return true;
-  }
 }
 
 /** Whether a state directory recorded a conversation a follow-up turn can continue. */

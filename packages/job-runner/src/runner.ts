@@ -388,10 +388,11 @@ export class Runner {
     this.watchCaller();
     await this.listen();
     const bin = piBin(this.env);
-    const problem = unstartable(bin, this.env);
-    if (problem) return this.conclude('failed', `could not start ${bin}: ${problem}`);
+    // Opened before pi starts, as the original does, so every run that got this far has one.
     const stderrFd = openSync(jobFile(this.jobDir, 'stderr.txt'), 'w');
     try {
+      const problem = unstartable(bin, this.env);
+      if (problem) return this.conclude('failed', `could not start ${bin}: ${problem}`);
       this.startPi(stderrFd);
     } finally {
       closeSync(stderrFd);

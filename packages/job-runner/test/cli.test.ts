@@ -103,6 +103,8 @@ describe('a pi that cannot run', () => {
     expect(missing.stdout).toContain(`could not start ${join(w.root, 'no-such-pi')}: no executable file at`);
     expect(fields(missing.stdout).status).toBe('failed');
     expect(w.read('nopi', 'exit_code')).toBe('1\n');
+    // As in multi_agent.py, stderr.txt is opened before pi is started, so it exists (empty).
+    expect(existsSync(join(w.jobDir('nopi'), 'stderr.txt'))).toBe(true);
     const fake = join(w.root, 'broken-pi');
     writeFileSync(fake, '#!/bin/sh\necho "pi: cannot load its bundle" >&2\nexit 3\n', { mode: 0o755 });
     const broken = await w.job(['run', '--background', '--name', 'broken', 'hi'], { env: { MULTI_AGENT_PI_BIN: fake } });

@@ -1,11 +1,23 @@
 // Runs against the real pi and the fake model server: foreground and background runs, wait,
 // result, status, list, peek, resume of the same session, and --fork.
-import { readdirSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fields, useFakeLlm } from './helpers.js';
+import { fields, SEED, useFakeLlm, type RunResult, type World } from './helpers.js';
 
 const { fresh, llm } = useFakeLlm();
 const requestsWith = (marker: string) => llm().requests.filter((r) => r.lastUserText.includes(marker));
+const hasPython = !spawnSync('python3', ['-c', 'import fcntl'], { stdio: 'ignore' }).error;
+// multi_agent.py itself, on the same state as the bin, for the interoperability contract.
+function python(w: World, args: string[]): Promise<RunResult> {
+  const child = spawn('python3', [SEED, ...args], { cwd: w.cwd, env: w.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
 
 describe('run in the foreground', () => {
   it('prints the result block, records the run, and every reader agrees', async () => {
@@ -109,5 +121,32 @@ describe('resume and fork', () => {
     expect(JSON.parse(w.read('forked', 'job.json'))).toMatchObject({ fork: sessionFile });
     // The original conversation is left as it was.
     expect(readdirSync(sessionDir).filter((f) => f.endsWith('_conv.jsonl'))).toHaveLength(1);
+  });
+});
+
+describe.skipIf(!hasPython)('interoperability with multi_agent.py (needs python3)', () => {
+  it('python reports a prun-job job identically; prun-job waits on and kills a python job', async () => {
+    const w = fresh();
+    // multi_agent.py ships no built-in profiles here, so both programs get the same user one.
+    mkdirSync(join(w.agentDir, 'agents'), { recursive: true });
+    writeFileSync(join(w.agentDir, 'agents', 'general-purpose.md'), '---\ndescription: shared\n---\nBe brief.\n');
+    expect((await w.job(['run', '--name', 'ours', 'interop-marker'])).code).toBe(0);
+    for (const args of [['status', 'ours'], ['result', 'ours'], ['wait', 'ours'], ['peek', 'ours']]) {
+      const [mine, theirs] = await Promise.all([w.job(args), python(w, args)]);
+      expect({ args, code: theirs.code, stdout: theirs.stdout }).toEqual({ args, code: mine.code, stdout: mine.stdout });
+    }
+
+    const started = await python(w, ['run', '--background', '--name', 'theirs', '[[hang]] python-job-marker']);
+    expect(started).toMatchObject({ code: 0, stdout: 'job: theirs\nstatus: running\ntimeout_s: 3600\n' });
+    const waited = await w.job(['wait', 'theirs', '--timeout', '0']);
+    expect(waited.code).toBe(2);
+    expect(waited.stdout).toMatch(/^job: theirs\nstatus: running\nwaited_s: 0\n/);
+    const killed = await w.job(['kill', 'theirs']);
+    expect(killed).toMatchObject({ code: 0, stdout: 'job: theirs\nstatus: killed\n' });
+    expect(fields((await python(w, ['status', 'theirs'])).stdout).status).toBe('killed');
+    const [list, pythonList] = await Promise.all([w.job(['list']), python(w, ['list'])]);
+    const noAge = (text: string) => text.replace(/ +\d+[smhd]$/gm, '');
+    expect(noAge(list.stdout)).toMatch(/\nours +done +foreground +-\ntheirs +killed +background +-\n$/);
+    expect(noAge(pythonList.stdout)).toBe(noAge(list.stdout));
   });
 });

@@ -202,7 +202,9 @@ setInterval(() => {}, 1000);
     const started = await w.job(['run', '--background', '--name', 'stubborn', 'hi'], { env: { MULTI_AGENT_PI_BIN: stubborn } });
     expect(started.code).toBe(0);
     await until(() => existsSync(log) && readFileSync(log, 'utf8').includes('started'), 20_000, 'the stand-in pi');
-    const kill = await w.job(['kill', 'stubborn']);
+    // The runner's stop sequence runs at the short test scale (about 1.5 s); `kill` waits for it at
+    // the normal scale, so a loaded machine cannot make it give up first.
+    const kill = await w.job(['kill', 'stubborn'], { env: { MULTI_AGENT_TIME_SCALE: '1' } });
     expect(kill.stdout).toBe('job: stubborn\nstatus: killed\n');
     expect(readFileSync(log, 'utf8')).toBe('started\nEOF\nTERM\n');
   });

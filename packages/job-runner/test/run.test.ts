@@ -4,7 +4,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fields, SEED, useFakeLlm, type RunResult, type World } from './helpers.js';
+import { fields, SEED, until, useFakeLlm, type RunResult, type World } from './helpers.js';
 
 const { fresh, llm } = useFakeLlm();
 const requestsWith = (marker: string) => llm().requests.filter((r) => r.lastUserText.includes(marker));
@@ -74,16 +74,23 @@ describe('run in the background', () => {
     const w = fresh();
     const start = await w.job(['run', '--background', '--name', 'bg', '--timeout', '120', '[[slow]] bg-marker']);
     expect(start).toMatchObject({ code: 0, stdout: 'job: bg\nstatus: running\ntimeout_s: 120\n', stderr: '' });
-    const status = await w.job(['status', 'bg', '--json']);
+    // The reply streams for about 4 s once pi is up; the checks below run side by side, so a
+    // slow machine still makes them all while the job runs. The runner logs the start first.
+    await until(() => w.read('bg', 'progress.log').includes('run 1 started'), 20_000, 'the run to start');
+    const [status, statusText, listText, result, short, shortJson] = await Promise.all([
+      w.job(['status', 'bg', '--json']),
+      w.job(['status', 'bg']),
+      w.job(['list']),
+      w.job(['result', 'bg']),
+      w.job(['wait', 'bg', '--timeout', '0.3']),
+      w.job(['wait', 'bg', '--timeout', '0', '--json']),
+    ]);
     expect(JSON.parse(status.stdout)).toMatchObject({ name: 'bg', status: 'running', mode: 'background' });
-    expect((await w.job(['status', 'bg'])).stdout).toContain('note: open the session in pi only after the job stops\n');
-    expect((await w.job(['list'])).stdout).toMatch(/\nbg    running  background  -       \d+s\n$/);
-    const result = await w.job(['result', 'bg']);
+    expect(statusText.stdout).toContain('note: open the session in pi only after the job stops\n');
+    expect(listText.stdout).toMatch(/\nbg    running  background  -       \d+s\n$/);
     expect(result).toMatchObject({ code: 1, stderr: 'prun-job: error: job bg is still running; use wait\n' });
-    const short = await w.job(['wait', 'bg', '--timeout', '0.3']);
     expect(short.code).toBe(2);
     expect(short.stdout).toMatch(/^job: bg\nstatus: running\nwaited_s: 0\.3\nlast_progress: \d\d:\d\d:\d\d run 1 started \(background\)\n$/);
-    const shortJson = await w.job(['wait', 'bg', '--timeout', '0', '--json']);
     expect(shortJson.code).toBe(2);
     expect(JSON.parse(shortJson.stdout)).toMatchObject({ name: 'bg', status: 'running', waited_s: 0 });
     const waited = await w.job(['wait', 'bg', '--json']);

@@ -13,17 +13,22 @@ const modelAsked = (marker: string) =>
 describe('two background jobs: steer one, kill the other', () => {
   it('steer is queued and changes the output; kill stops the other; list shows both', async () => {
     const w = fresh();
-    // The sleeper starts first, and the steered turn waits 3 s before answering, so the
-    // talker is still running when `list` looks, however slowly pi starts on a busy machine.
-    expect((await w.job(['run', '--background', '--name', 'sleeper', '[[hang]] sleeper-marker'])).code).toBe(0);
-    await modelAsked('sleeper-marker');
-    expect(piOf(w.jobDir('sleeper'))).toHaveLength(1);
-    expect((await w.job(['run', '--background', '--name', 'talker', '[[slow]] talker-marker'])).code).toBe(0);
+    // Both start together (one pi start-up of wait instead of two). The talker streams for ~4 s
+    // once asked and its steered turn waits 3 s more before answering, so it is still running
+    // when `list` looks, however slowly the commands start on a busy machine.
+    const started = await Promise.all([
+      w.job(['run', '--background', '--name', 'sleeper', '[[hang]] sleeper-marker']),
+      w.job(['run', '--background', '--name', 'talker', '[[slow]] talker-marker']),
+    ]);
+    expect(started.map((r) => r.code)).toEqual([0, 0]);
+    // The steer goes as soon as the talker streams; the sleeper is not in a hurry.
     await modelAsked('talker-marker');
     const steer = await w.job(['steer', 'talker', '[[sleep:3000]] steered-pineapple']);
     expect(steer).toMatchObject({ code: 0, stdout: 'job: talker\nsteer: queued\n' });
     const both = JSON.parse((await w.job(['list', '--json'])).stdout) as { name: string; status: string }[];
     expect(both.map((j) => j.status)).toEqual(['running', 'running']);
+    await modelAsked('sleeper-marker');
+    expect(piOf(w.jobDir('sleeper'))).toHaveLength(1);
     const kill = await w.job(['kill', 'sleeper']);
     expect(kill).toMatchObject({ code: 0, stdout: 'job: sleeper\nstatus: killed\n' });
     // kill returns only after the runner has stopped pi and exited.

@@ -43,10 +43,14 @@ export function parseArgs(argv: readonly string[], withValue: readonly string[],
   return parsed;
 }
 
-export function parseSeconds(value: string, option: string): number {
+/**
+ * A number of seconds as Python's float() reads it. Infinity is refused for a run's limit (0
+ * already says "none", and JSON cannot hold it); `wait` allows it, as the original does, to mean
+ * no limit.
+ */
+export function parseSeconds(value: string, option: string, { allowInfinite = false } = {}): number {
   const seconds = parseFloatStrict(value);
-  // Infinity is refused too: it is no limit, which 0 already says, and it is not valid JSON.
-  if (seconds === undefined || Number.isNaN(seconds) || seconds < 0 || !Number.isFinite(seconds)) {
+  if (seconds === undefined || Number.isNaN(seconds) || seconds < 0 || (!allowInfinite && !Number.isFinite(seconds))) {
     throw usageError(`${option} needs a number of seconds, got: ${value}`);
   }
   return seconds;

@@ -412,8 +412,8 @@ export async function cmdWait(argv: string[], ctx: Context): Promise<number> {
   const jobDir = findJob(oneName(args, 'wait'), ctx.env);
   const json = args.flags.has('--json');
   const timeoutText = args.values.get('--timeout');
-  const timeout = timeoutText === undefined ? undefined : parseSeconds(timeoutText, '--timeout');
-  const end = timeout === undefined ? undefined : Date.now() + timeout * 1000;
+  const timeout = timeoutText === undefined ? undefined : parseSeconds(timeoutText, '--timeout', { allowInfinite: true });
+  const end = timeout === undefined || timeout === Infinity ? undefined : Date.now() + timeout * 1000;
   // Quicker than the original's half-second poll: a finished job is reported within 0.1 s.
   const pollMs = Math.min(ctx.timings.waitPollS, 0.1) * 1000;
   for (;;) {

@@ -48,7 +48,10 @@ export function timingsFromEnv(env: NodeJS.ProcessEnv): Timings {
 /** Python's float(): optional sign, digits with an optional fraction and exponent, spaces around; also inf/nan. */
 export function parseFloatStrict(text: string): number | undefined {
   const trimmed = text.trim();
-  if (/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(trimmed)) return Number(trimmed);
+  // A run of digits may hold single underscores between digits, as in Python.
+  if (/^[+-]?(\d(_?\d)*(\.(\d(_?\d)*)?)?|\.\d(_?\d)*)([eE][+-]?\d(_?\d)*)?$/.test(trimmed)) {
+    return Number(trimmed.replace(/_/g, ''));
+  }
   if (/^[+-]?(inf|infinity)$/i.test(trimmed)) return trimmed.startsWith('-') ? -Infinity : Infinity;
   if (/^[+-]?nan$/i.test(trimmed)) return Number.NaN;
   return undefined;

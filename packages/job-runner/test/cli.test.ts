@@ -154,6 +154,10 @@ describe('the lock contract', () => {
     }
     await until(() => holder.exitCode !== null || holder.signalCode !== null, 5000, 'holder exit');
     expect(fields((await w.job(['status', 'handmade'])).stdout).status).toBe('died');
+    // As in the original, `wait --timeout inf` means no limit (not a usage error).
+    const forever = await w.job(['wait', 'handmade', '--timeout', 'inf']);
+    expect(forever.code).toBe(1);
+    expect(forever.stdout).toContain('\nname: handmade\nstatus: died\n');
     const list = await w.job(['list', '--all', '--json']);
     expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ name: 'handmade', status: 'died', mode: 'background' })]);
     expect((await w.job(['rm', 'handmade'])).stdout).toBe('removed: handmade\n');

@@ -49,6 +49,15 @@ describe('argument parsing', () => {
   it('parses seconds like Python float and refuses negatives, nan and inf', () => {
     expect(parseSeconds(' 1.5 ', '--timeout')).toBe(1.5);
     expect(parseSeconds('1e1', '--timeout')).toBe(10);
+    // Python's float() takes single underscores between digits.
+    expect(parseSeconds('1_000', '--timeout')).toBe(1000);
+    expect(parseSeconds('1_0.2_5e0_1', '--timeout')).toBe(102.5);
+    for (const bad of ['1__0', '_1', '1_', '1_.5', '1._5']) {
+      expect(() => parseSeconds(bad, '--timeout')).toThrow(/--timeout needs a number of seconds/);
+    }
+    // `wait` takes inf as the original does: no limit.
+    expect(parseSeconds('inf', '--timeout', { allowInfinite: true })).toBe(Infinity);
+    expect(() => parseSeconds('-inf', '--timeout', { allowInfinite: true })).toThrow(/needs a number of seconds/);
     for (const bad of ['-1', 'nan', 'inf', 'abc', '']) {
       expect(() => parseSeconds(bad, '--timeout')).toThrow(/--timeout needs a number of seconds/);
     }

@@ -67,9 +67,28 @@ function wantsHelp(rest: string[]): boolean {
   return false;
 }
 
+/** Set when stdout's reader went away: the original exits 1 on a broken pipe. */
+let stdoutBroken = false;
+
+/**
+ * Write to stdout. A result block is the exception: as in the original, a reader gone by then
+ * (a signal stopped a foreground run) leaves the exit code to the job's status.
+ */
+function write(text: string, { resultBlock = false } = {}): void {
+  process.stdout.write(text, (error) => {
+    if (error && (error as NodeJS.ErrnoException).code === 'EPIPE' && !resultBlock) {
+      stdoutBroken = true;
+      process.exitCode = 1;
+    }
+  });
+}
+
 export async function main(argv: string[]): Promise<void> {
+  // Failed writes are reported to write()'s callback; this keeps them from being thrown.
+  if (process.stdout.listenerCount('error') === 0) process.stdout.on('error', () => undefined);
   try {
     process.exitCode = await dispatch(argv);
+    if (stdoutBroken) process.exitCode = 1;
   } catch (error) {
     if (error instanceof CommandError) {
       note(`error: ${error.message}`);
@@ -91,11 +110,11 @@ async function dispatch(argv: string[]): Promise<number> {
     return EXIT_USAGE;
   }
   if (command === '-h' || command === '--help' || command === 'help') {
-    process.stdout.write(USAGE + '\n');
+    write(USAGE + '\n');
     return EXIT_OK;
   }
   if (command === '--version' || command === '-V') {
-    process.stdout.write(packageVersion() + '\n');
+    write(packageVersion() + '\n');
     return EXIT_OK;
   }
   const timings = timingsFromEnv(process.env);
@@ -110,16 +129,13 @@ async function dispatch(argv: string[]): Promise<number> {
     return EXIT_USAGE;
   }
   if (wantsHelp(rest)) {
-    process.stdout.write(USAGE + '\n');
+    write(USAGE + '\n');
     return EXIT_OK;
   }
-  process.stdout.on('error', () => undefined);
   const ctx: Context = {
     env: process.env,
     timings,
-    out: (text) => {
-      process.stdout.write(text);
-    },
+    out: write,
     note,
     readStdin: () => readFileSync(0, 'utf8'),
   };

@@ -55,7 +55,8 @@ import { DEFAULT_MAX_DEPTH, RECENT_S, type Timings } from './timing.js';
 export interface Context {
   env: NodeJS.ProcessEnv;
   timings: Timings;
-  out: (text: string) => void;
+  /** resultBlock: a reader gone by then does not change the exit code (see printResult). */
+  out: (text: string, options?: { resultBlock?: boolean }) => void;
   note: (message: string) => void;
   readStdin: () => string;
 }
@@ -164,7 +165,9 @@ function resultDocument(jobDir: string, status: string): ResultDocument {
 
 function printResult(ctx: Context, jobDir: string, status: string, json: boolean): number {
   try {
-    ctx.out(json ? JSON.stringify(resultDocument(jobDir, status)) + '\n' : formatResultBlock(resultFields(jobDir, status)));
+    ctx.out(json ? JSON.stringify(resultDocument(jobDir, status)) + '\n' : formatResultBlock(resultFields(jobDir, status)), {
+      resultBlock: true,
+    });
   } catch {
     // The caller's stdout may be gone when a signal stopped the run.
   }

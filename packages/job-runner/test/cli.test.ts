@@ -95,6 +95,30 @@ describe('profiles', () => {
   });
 });
 
+describe('a closed stdout', () => {
+  it('exits 1 quietly, as the original does on a broken pipe, except after a result block', async () => {
+    const w = fresh();
+    const done = w.jobDir('finished');
+    mkdirSync(done, { recursive: true });
+    writeFileSync(join(done, 'job.json'), JSON.stringify({ name: 'finished', profile: 'general-purpose', cwd: w.cwd }));
+    writeFileSync(join(done, 'status'), 'done\n');
+    writeFileSync(join(done, 'exit_code'), '0\n');
+    const withClosedStdout = async (args: string[]) => {
+      const child = spawn(process.execPath, [BIN, ...args], { cwd: w.cwd, env: w.env, stdio: ['ignore', 'pipe', 'pipe'] });
+      // Closed long before the bin has started, so its first write meets a pipe nobody reads.
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const code = await new Promise((resolve) => child.on('close', resolve));
+      return { code, stderr };
+    };
+    const [profiles, result] = await Promise.all([withClosedStdout(['profiles']), withClosedStdout(['result', 'finished'])]);
+    expect(profiles).toEqual({ code: 1, stderr: '' });
+    // The job's status decides, as when a signal stopped a foreground run and took its reader.
+    expect(result).toEqual({ code: 0, stderr: '' });
+  });
+});
+
 describe('a pi that cannot run', () => {
   it('records failed when pi cannot be started, and when it exits at once', async () => {
     const w = fresh();

@@ -53,6 +53,9 @@ describe('two background jobs: steer one, kill the other', () => {
 describe('stopping a run', () => {
   it('abort ends a slow reply as aborted; a timeout ends one as timeout', async () => {
     const w = fresh();
+    // The timed-out run goes alongside (one pi start-up of wait instead of two). Its limit
+    // counts from the runner's start, so however slowly pi starts, it ends as timeout.
+    const timedRun = w.job(['run', '--name', 'to', '--timeout', '1', '[[slow]] timeout-marker']);
     await w.job(['run', '--background', '--name', 'ab', '[[slow]] abort-marker']);
     await modelAsked('abort-marker');
     const abort = await w.job(['abort', 'ab']);
@@ -62,7 +65,7 @@ describe('stopping a run', () => {
     expect(fields(waited.stdout).status).toBe('aborted');
     expect(w.read('ab', 'progress.log')).toMatch(/abort requested\n.*run 1 ended: aborted\n$/);
 
-    const timed = await w.job(['run', '--name', 'to', '--timeout', '1', '[[slow]] timeout-marker']);
+    const timed = await timedRun;
     expect(timed.code).toBe(1);
     expect(fields(timed.stdout).status).toBe('timeout');
     expect(w.read('to', 'progress.log')).toMatch(/timeout after 1s; aborting\n/);

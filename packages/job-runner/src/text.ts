@@ -12,9 +12,26 @@ export function readText(path: string): string | undefined {
 
 export function readJson(path: string): unknown {
   const text = readText(path);
-  if (text === undefined) return undefined;
+  return text === undefined ? undefined : parsePythonJson(text);
+}
+
+/**
+ * JSON as Python's json.loads reads it: multi_agent.py writes `Infinity` (a `--timeout inf`) and
+ * `NaN` bare, which JSON.parse refuses. Outside strings they become 1e999 (Infinity again) and null.
+ */
+export function parsePythonJson(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
+  } catch {
+    // Python's spelling is tried only when plain JSON fails.
+  }
+  const patched = text.replace(/("(?:[^"\\]|\\.)*")|(-?)Infinity|NaN/g, (match, string: string | undefined, minus: string | undefined) => {
+    if (string !== undefined) return string;
+    if (match === 'NaN') return 'null';
+    return `${minus ?? ''}1e999`;
+  });
+  try {
+    return JSON.parse(patched) as unknown;
   } catch {
     return undefined;
   }

@@ -29,6 +29,7 @@ import {
   splitItems,
   validateName,
 } from '../src/index.js';
+import { parsePythonJson } from '../src/text.js';
 
 describe('argument parsing', () => {
   it('takes --opt value, --opt=value, flags, positionals and --', () => {
@@ -241,5 +242,14 @@ describe('the runner', () => {
     expect(settledStatus({ timingOut: false, abortRequested: false, lastStop: 'aborted' })).toBe('aborted');
     expect(settledStatus({ timingOut: false, abortRequested: false, lastStop: 'error' })).toBe('failed');
     expect(settledStatus({ timingOut: false, abortRequested: false, lastStop: 'stop' })).toBe('done');
+  });
+});
+
+describe('state files written by the original', () => {
+  it("reads Python's Infinity, -Infinity and NaN (json.dumps writes them) but leaves strings alone", () => {
+    const text = '{"timeout": Infinity, "low": -Infinity, "odd": NaN, "note": "Infinity, NaN", "esc": "a\\" NaN"}';
+    expect(parsePythonJson(text)).toEqual({ timeout: Infinity, low: -Infinity, odd: null, note: 'Infinity, NaN', esc: 'a" NaN' });
+    expect(parsePythonJson('{"a": 1}')).toEqual({ a: 1 });
+    expect(parsePythonJson('{ not json')).toBeUndefined();
   });
 });

@@ -131,7 +131,9 @@ export class Runner {
     mkdirSync(join(path, '..'), { recursive: true, mode: 0o700 });
     // The lock is ours, so a leftover socket file belongs to a runner that is gone.
     removeFile(path);
-    const server = net.createServer((conn) => this.onConnection(conn));
+    // Half-open: a client that ends its side after the request (socat, nc -U) still gets the
+    // answer, which for a steer comes only once pi has answered.
+    const server = net.createServer({ allowHalfOpen: true }, (conn) => this.onConnection(conn));
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -1,9 +1,11 @@
 // The bin without a real pi: usage, errors, profiles, failing pi start-up, and the lock contract.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BIN, fields, makeWorld, until, type World } from './helpers.js';
+import { socketPath } from '../src/index.js';
 
 let world: World | undefined;
 afterEach(async () => {
@@ -235,6 +237,47 @@ setInterval(() => {}, 1000);
     const kill = await w.job(['kill', 'stubborn'], { env: { MULTI_AGENT_TIME_SCALE: '1' } });
     expect(kill.stdout).toBe('job: stubborn\nstatus: killed\n');
     expect(readFileSync(log, 'utf8')).toBe('started\nEOF\nTERM\n');
+  });
+});
+
+describe('the control socket', () => {
+  it('answers a request whose client half-closes after it, even when the answer comes later', async () => {
+    const w = fresh();
+    const standIn = join(w.root, 'ack-pi');
+    // Starts the run, answers each steer as pi does, and exits when its stdin closes.
+    writeFileSync(
+      standIn,
+      `#!${process.execPath}
+const send = (r) => process.stdout.write(JSON.stringify(r) + '\\n');
+let buffer = '';
+process.stdin.on('data', (d) => {
+  buffer += d;
+  let nl;
+  while ((nl = buffer.indexOf('\\n')) >= 0) {
+    const record = JSON.parse(buffer.slice(0, nl));
+    buffer = buffer.slice(nl + 1);
+    if (record.type === 'prompt') send({ type: 'response', id: 'prompt', command: 'prompt', success: true, data: { disposition: 'started' } });
+    if (record.type === 'steer') setTimeout(() => send({ type: 'response', id: record.id, command: 'steer', success: true, data: { disposition: 'queued' } }), 200);
+  }
+});
+process.stdin.on('end', () => process.exit(0));
+`,
+      { mode: 0o755 },
+    );
+    const started = await w.job(['run', '--background', '--name', 'halfclosed', 'hi'], { env: { MULTI_AGENT_PI_BIN: standIn } });
+    expect(started.code).toBe(0);
+    await until(() => w.read('halfclosed', 'progress.log').includes('run 1 started'), 20_000, 'the run to start');
+    // As `socat` or `nc -U` send it: no newline, then end of input; the runner still answers.
+    const reply = await new Promise<string>((resolve, reject) => {
+      const conn = net.createConnection(socketPath(w.jobDir('halfclosed')));
+      let text = '';
+      conn.setEncoding('utf8').on('data', (d: string) => (text += d));
+      conn.on('error', reject);
+      conn.on('close', () => resolve(text));
+      conn.end('{"type": "steer", "message": "half-closed steer"}');
+    });
+    expect(reply).toBe('{"ok": true, "disposition": "queued"}\n');
+    expect((await w.job(['kill', 'halfclosed'])).stdout).toBe('job: halfclosed\nstatus: killed\n');
   });
 });
 

@@ -23,15 +23,15 @@ export const USAGE = `Usage:
   prun-job completion (bash | zsh)
 
 Options for run:
-  --profile P     Profile name, matched case-insensitively (default general-purpose)
-  --name N        Job name (default <profile>-<4 hex digits>)
-  --background    Detach the runner and return immediately
-  --timeout S     Wall-clock limit in seconds (default 3600 in the background,
-                  none in the foreground; 0 means none)
-  --fork          Start from a copy of the caller's conversation ($PI_SESSION_FILE)
-  --model M       Model pattern passed to \`pi --model\`
-  --thinking L    Thinking level passed to \`pi --thinking\`
-  --cwd DIR       Working directory for the agent (default: the current directory)
+  --profile P     which agent profile to use, any case (default: general-purpose)
+  --name N        the job's name (default: the profile's name and 4 hex digits)
+  --background    start the job and return at once; the job keeps running
+  --timeout S     stop the run after S seconds of wall time (0: no limit; default
+                  3600 for a background job, no limit in the foreground)
+  --fork          begin from a copy of the calling agent's session ($PI_SESSION_FILE)
+  --model M       model pattern for the agent (pi's --model)
+  --thinking L    thinking level for the agent (pi's --thinking)
+  --cwd DIR       the agent's working directory (default: this one)
 
 Other options:
   --json          One JSON document instead of text (status, list, wait, result)

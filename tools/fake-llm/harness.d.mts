@@ -113,3 +113,6 @@ export interface ProcessScanOptions {
 export declare function listProcesses(match: ProcessMatch, options?: ProcessScanOptions): ProcessInfo[];
 /** Polls every 50 ms; resolves [] once none match, rejects naming survivors after timeoutMs (default 5000). */
 export declare function waitForNoProcesses(pattern: ProcessMatch, timeoutMs?: number, options?: ProcessScanOptions): Promise<ProcessInfo[]>;
+
+/** Write pi's models.json and settings.json into `agentDir` so pi uses the fake server on `port`. */
+export function writeAgentConfig(agentDir: string, port: number, options?: { retryBaseDelayMs?: number }): void;

@@ -29,19 +29,11 @@ function writeJson(file, value) {
 }
 
 /**
- * Lays out an isolated pi world under `root` (which must exist) that talks to the fake
- * server on `port`, and returns the environment to run `prun-job` (or pi) with.
+ * Write pi's `models.json` and `settings.json` into `agentDir` so that pi, without `--model`,
+ * talks to the fake server on `port` (provider `fake`, model `fake-model`).
  */
-export function makePiEnv({ port, root, retryBaseDelayMs = 100, compileCacheDir = SHARED_COMPILE_CACHE, extraEnv = {} }) {
-  if (!Number.isInteger(port) || port <= 0) throw new TypeError(`makePiEnv: port must be a positive integer, got ${port}`);
-  if (typeof root !== 'string' || root === '') throw new TypeError('makePiEnv: root must be a directory path');
-  const agentDir = join(root, 'agent');
-  const stateHome = join(root, 'state');
-  const tmpDir = join(root, 'tmp');
-  const home = join(root, 'home');
-  const cwd = join(root, 'project');
-  for (const dir of [agentDir, stateHome, tmpDir, home, cwd]) mkdirSync(dir, { recursive: true });
-
+export function writeAgentConfig(agentDir, port, { retryBaseDelayMs = 100 } = {}) {
+  mkdirSync(agentDir, { recursive: true });
   writeJson(join(agentDir, 'models.json'), {
     providers: {
       [PROVIDER]: {
@@ -71,6 +63,23 @@ export function makePiEnv({ port, root, retryBaseDelayMs = 100, compileCacheDir 
     enableInstallTelemetry: false,
     enableAnalytics: false,
   });
+}
+
+/**
+ * Lays out an isolated pi world under `root` (which must exist) that talks to the fake
+ * server on `port`, and returns the environment to run `prun-job` (or pi) with.
+ */
+export function makePiEnv({ port, root, retryBaseDelayMs = 100, compileCacheDir = SHARED_COMPILE_CACHE, extraEnv = {} }) {
+  if (!Number.isInteger(port) || port <= 0) throw new TypeError(`makePiEnv: port must be a positive integer, got ${port}`);
+  if (typeof root !== 'string' || root === '') throw new TypeError('makePiEnv: root must be a directory path');
+  const agentDir = join(root, 'agent');
+  const stateHome = join(root, 'state');
+  const tmpDir = join(root, 'tmp');
+  const home = join(root, 'home');
+  const cwd = join(root, 'project');
+  for (const dir of [agentDir, stateHome, tmpDir, home, cwd]) mkdirSync(dir, { recursive: true });
+
+  writeAgentConfig(agentDir, port, { retryBaseDelayMs });
 
   const env = {};
   for (const [key, value] of Object.entries(process.env)) {

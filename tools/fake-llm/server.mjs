@@ -228,10 +228,21 @@ function parsePort(argv) {
 
 async function main(argv) {
   if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write('usage: node tools/fake-llm/server.mjs [--port N]\nprints "LISTENING <port>", serves 127.0.0.1 until SIGINT/SIGTERM\n');
+    process.stdout.write(
+      'usage: node tools/fake-llm/server.mjs [--port N] [--agent-dir DIR]\n' +
+        'prints "LISTENING <port>", serves 127.0.0.1 until SIGINT/SIGTERM; with --agent-dir, writes\n' +
+        "pi's models.json and settings.json there so pi (PI_CODING_AGENT_DIR=DIR) uses this server\n",
+    );
     return;
   }
   const fake = await startFakeLlm({ port: parsePort(argv) });
+  const agentAt = argv.indexOf('--agent-dir');
+  if (agentAt !== -1) {
+    const dir = argv[agentAt + 1];
+    if (!dir) throw new Error('--agent-dir needs a directory');
+    const { writeAgentConfig } = await import('./harness.mjs');
+    writeAgentConfig(dir, fake.port);
+  }
   process.stdout.write(`LISTENING ${fake.port}\n`);
   const stop = () => fake.close().then(() => process.exit(0));
   process.once('SIGINT', stop);

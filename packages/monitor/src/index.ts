@@ -16,6 +16,7 @@ export {
   eventExitCode,
   unitName,
 } from './classify.js';
+export { isAgentCaller } from './cli-common.js';
 export { UsageError, readSecondsSetting, readSettings, MONITOR_ENV, GATHER_ENV, type MonitorSettings, type GatherSettings } from './settings.js';
 export { observeUnit, probeDispatch, statRegularFile, type UnitObservation, type FileFacts } from './observe.js';
 export { Waker, type WatchFunction } from './watch.js';

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative } from 'node:path';
 import { parseArgs } from 'node:util';
+import { MONITOR_ENV, isAgentCaller, readSecondsSetting, UsageError as SettingError } from '@prun/monitor';
 import { z } from 'zod';
 import { BatchError, BatchRun, batchPaths, createBatch, defaultBatchDir, type BatchOutcome } from './batch.js';
 import { CloneError, throwawayClone } from './clone.js';
@@ -45,17 +46,6 @@ ${EXIT_CODES}
 function version(): string {
   const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
   return manifest.version;
-}
-
-const isAgentCaller = (env: NodeJS.ProcessEnv): boolean =>
-  ['AI_AGENT', 'CLAUDECODE', 'GEMINI_CLI', 'CODEX_SANDBOX', 'CURSOR_AGENT'].some((name) => (env[name] ?? '') !== '');
-
-/** A non-negative whole number of seconds from the environment, or a usage error naming it. */
-function envSeconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  if (!/^\d+$/.test(raw.trim())) throw new UsageError(`${name} must be a non-negative integer (got: ${raw})`);
-  return Number(raw.trim());
 }
 
 const Positive = z.coerce.number().int().positive();
@@ -127,7 +117,9 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
     process.stdout.write(`Usage: prun ${OWN_COMMANDS[0].usage}\n\n${EXIT_CODES}\n`);
     return 0;
   }
-  const stallSeconds = envSeconds(env, 'PRUN_STALL_THRESHOLD', 600);
+  // The monitor's own setting, read by its own rules, so both tools agree on what a stall is.
+  const [stallName, stallDefault] = MONITOR_ENV.stallThresholdS;
+  const stallSeconds = readSecondsSetting(env, stallName, stallDefault);
   const showProgress = process.stderr.isTTY === true && !isAgentCaller(env);
   let paths;
   if (args.plan !== undefined) {
@@ -231,7 +223,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         throw new UsageError(`unknown command: ${command} (see prun --help)`);
     }
   } catch (error) {
-    const known = error instanceof UsageError || error instanceof PlanError || error instanceof BatchError || error instanceof CloneError;
+    const known =
+      error instanceof UsageError || error instanceof SettingError || error instanceof PlanError || error instanceof BatchError || error instanceof CloneError;
     const isArgError = (error as NodeJS.ErrnoException | undefined)?.code?.startsWith('ERR_PARSE_ARGS') === true;
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`${NAME}: ${known || isArgError ? message : `internal error: ${message}`}\n`);

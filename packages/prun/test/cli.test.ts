@@ -132,6 +132,10 @@ describe('prun batch usage and status', () => {
       expect(bad.exitCode, args.join(' ')).toBe(2);
       expect(String(bad.stderr)).toMatch(/^prun: /);
     }
+    const badSetting = await prun(['batch', plan, '--dir', dir], { env: { ...box.env, PRUN_STALL_THRESHOLD: '10m' } });
+    expect(badSetting.exitCode).toBe(2);
+    expect(badSetting.stderr).toBe('prun: PRUN_STALL_THRESHOLD must be a non-negative integer number of seconds, got "10m"');
+    expect(existsSync(dir)).toBe(false);
     const notBatch = await prun(['status', box.root], { env: box.env });
     expect(notBatch.exitCode).toBe(2);
   });

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +17,9 @@ import {
   packageRoot,
   count,
 } from './helpers.js';
+
+const mainAsNobody = fileURLToPath(new URL('fixtures/main-as-nobody.mjs', import.meta.url));
+const monitorCli = fileURLToPath(new URL('../dist/monitor-cli.js', import.meta.url));
 
 const { base } = tempDirs(afterAll);
 
@@ -257,13 +261,16 @@ describe.concurrent('prun-monitor: without the original quirks', () => {
     chmodSync(b, 0o755);
     const u1 = makeStateDir(b, 'u1', { tail: 'frozen\n' });
     const isRoot = process.getuid?.() === 0;
-    // As root, run the monitor as nobody and point it at a root-owned process (this test runner).
+    // As root, run the monitor as nobody (loaded as root, then dropped) and point it at a
+    // root-owned process (this test runner).
     const pid = isRoot ? process.pid : 1;
     writeFileSync(join(u1.dir, STATE_FILES.dispatchPid), `${pid}\n`);
     for (const path of [u1.dir, join(u1.dir, STATE_FILES.tail), join(u1.dir, STATE_FILES.resultFile), join(u1.dir, STATE_FILES.dispatchPid)]) {
       chmodSync(path, 0o755);
     }
-    const r = await run(monitorBin, [u1.dir], monitorEnv(), isRoot ? { uid: 65534, gid: 65534 } : {});
+    const r = isRoot
+      ? await run(mainAsNobody, [monitorCli, u1.dir], monitorEnv())
+      : await run(monitorBin, [u1.dir], monitorEnv());
     expect(r.stderr).toBe('');
     expect(r.code).toBe(3);
     expect(r.stdout).toContain('MONITOR-EVENT stall');

@@ -232,10 +232,12 @@ describe('reading entries', () => {
 
   it('counts a process of another user (EPERM) as alive', () => {
     // pid 1 belongs to root. Asked by an unprivileged user, signal 0 fails with EPERM, which
-    // must read as alive. As root, ask from a child running as nobody.
-    const check = `import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)}).then((m) => process.stdout.write(String(m.isProcessAlive(1))))`;
-    const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-    const out = execFileSync(process.execPath, ['--input-type=module', '-e', check], { ...asNobody, cwd: '/' }).toString();
+    // must read as alive. As root, load the module first and then drop to nobody, so the
+    // check works even where the checkout is unreadable to nobody (a 0700 clone dir).
+    const moduleUrl = JSON.stringify(new URL('../dist/index.js', import.meta.url).href);
+    const drop = process.getuid?.() === 0 ? 'process.setgid(65534); process.setuid(65534);' : '';
+    const check = `const m = await import(${moduleUrl}); ${drop} process.stdout.write(String(m.isProcessAlive(1)));`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', check], { cwd: '/' }).toString();
     expect(out).toBe('true');
   });
 });

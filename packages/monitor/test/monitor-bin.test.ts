@@ -18,7 +18,7 @@ import {
   count,
 } from './helpers.js';
 
-const mainAsNobody = fileURLToPath(new URL('fixtures/main-as-nobody.mjs', import.meta.url));
+const mainAsNobody = fileURLToPath(new URL('../../../tools/main-as-nobody.mjs', import.meta.url));
 const monitorCli = fileURLToPath(new URL('../dist/monitor-cli.js', import.meta.url));
 
 const { base } = tempDirs(afterAll);

@@ -18,6 +18,10 @@ import { STATE_DIR_PREFIX, STATE_FILES } from '@prun/unit-state';
 import type { DiscoveryError, Summary, UnitRecord } from '../src/index.js';
 
 export const BIN = fileURLToPath(new URL('../bin/prun-report-state.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+/** Loads a bin's code as root, then drops to uid/gid 65534 and runs it (tools/main-as-nobody.mjs). */
+const MAIN_AS_NOBODY = fileURLToPath(new URL('../../../tools/main-as-nobody.mjs', import.meta.url));
+const NOBODY = 65534;
 
 const made: string[] = [];
 
@@ -69,9 +73,14 @@ export interface BinRun {
 /** Run the built bin as a user would, with a small controlled environment. */
 export function runBin(args: readonly string[], options: SpawnSyncOptions = {}): BinRun {
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', NO_COLOR: '1', ...options.env };
-  const result = spawnSync(process.execPath, [BIN, ...args], {
+  // Asked to run as nobody while root: load the code as root and drop afterwards, so the run
+  // does not depend on the checkout being readable to nobody (a 0700 clone dir).
+  const { uid, gid, ...rest } = options;
+  const dropAfterLoad = uid === NOBODY && process.getuid?.() === 0;
+  const argv = dropAfterLoad ? [MAIN_AS_NOBODY, CLI, ...args] : [BIN, ...args];
+  const result = spawnSync(process.execPath, argv, {
     timeout: 20_000,
-    ...options,
+    ...(dropAfterLoad ? rest : options),
     env,
     encoding: 'utf8',
   });
@@ -162,7 +171,7 @@ export function unprivilegedSpawn(): { uid?: number; gid?: number } | null {
     unprivileged = {};
     return unprivileged;
   }
-  const probe = spawnSync(process.execPath, [BIN, '--version'], { uid: 65534, gid: 65534, encoding: 'utf8' });
-  unprivileged = probe.status === 0 ? { uid: 65534, gid: 65534 } : null;
+  const probe = runBin(['--help'], { uid: NOBODY, gid: NOBODY });
+  unprivileged = probe.status === 0 ? { uid: NOBODY, gid: NOBODY } : null;
   return unprivileged;
 }

@@ -3,6 +3,7 @@
  * `prun batch` must check before it spends anything: the unit-id rule and the dispatcher's
  * command line. Pure and cheap to import: no process, no file system.
  */
+import { fileURLToPath } from 'node:url';
 import { isValidUnitId, pyStrip } from '@prun/unit-state';
 import type { Mode } from './args.js';
 import { parseNonNegativeSeconds, parsePositiveSeconds } from './pyparse.js';
@@ -100,37 +101,60 @@ export function parsePreflightSettings(env: NodeJS.ProcessEnv): PreflightSetting
   return { mode, timeoutSeconds };
 }
 
+/** The dispatcher's message when no agy binary is found (exit 70, before STATE-DIR). */
+export const NO_BINARY_MESSAGE = 'no runnable Antigravity CLI found; install agy or set ANTIGRAVITY_BIN';
+export const NO_BINARY_EXIT = 70;
+
+export interface SettingsCheckOptions {
+  /**
+   * The binary lookup, as the dispatcher does it (model-resolve's `locateAgy`, with the cwd
+   * the dispatcher will run in); left out, `ANTIGRAVITY_BIN` is not checked and the check
+   * touches nothing outside `env`.
+   */
+  locateBinary?: () => string | null;
+}
+
 /**
- * For a caller that starts dispatchers (`prun batch`): the first setting in `env` the
- * dispatcher would refuse, as its own message without MESSAGE_PREFIX (every one exits 2), or
- * null when all are good. Covers every setting checked before or after STATE-DIR; the binary
- * lookup (`ANTIGRAVITY_BIN`) touches the file system and is model-resolve's `locateAgy`.
+ * For a caller that starts dispatchers (`prun batch`): throws the UsageError the dispatcher
+ * would end with for `env` (its own message without MESSAGE_PREFIX, and its exit code: 70 for
+ * a missing binary, 2 for every setting), in the dispatcher's order. Covers every setting it
+ * reads, also the preflight ones it only checks after STATE-DIR.
  */
-export function dispatcherSettingsProblem(env: NodeJS.ProcessEnv): string | null {
-  try {
-    // The default model only matters for the non-empty check, which it always passes.
-    parseLaunchSettings(env, 'default');
-    parsePreflightSettings(env);
-    return null;
-  } catch (error) {
-    if (error instanceof UsageError) return error.message;
-    throw error;
+export function checkDispatcherSettings(env: NodeJS.ProcessEnv, options: SettingsCheckOptions = {}): void {
+  if (options.locateBinary !== undefined && options.locateBinary() === null) {
+    throw new UsageError(NO_BINARY_MESSAGE, NO_BINARY_EXIT);
   }
+  // The default model only matters for the non-empty check, which it always passes.
+  parseLaunchSettings(env, 'default');
+  parsePreflightSettings(env);
 }
 
 /** The dispatcher's own unit-id message (pattern `[A-Za-z0-9_-]+`). */
 export const UNIT_ID_MESSAGE = '--unit-id must contain only letters, digits, dashes, or underscores';
+/**
+ * The longest id whose state-directory name fits a 255-byte file name:
+ * `prun-task-` (10) + hash (8) + `-` + id + `-` + pid (at most 7 digits) + `-` + nonce (16).
+ */
+export const MAX_UNIT_ID_LENGTH = 255 - (10 + 8 + 1 + 1 + 7 + 1 + 16);
 export const UNIT_ID_DASH_MESSAGE = '--unit-id must not start with a dash: the command line `--unit-id ID` would read it as an option';
+export const UNIT_ID_LENGTH_MESSAGE = `--unit-id must be at most ${MAX_UNIT_ID_LENGTH} characters: it is part of the state directory's name`;
 
 /**
- * Why a unit id cannot be dispatched, or null. Beyond the dispatcher's pattern, an id may not
- * start with `-`: written as the documented command line types it (`--unit-id -x`), argparse
- * rules read it as an option, so a unit with such an id could not be re-run by hand.
+ * Why a unit id cannot be dispatched, or null. The dispatcher's pattern; no leading `-`
+ * (written as the documented command line types it, `--unit-id -x`, argparse rules read it as
+ * an option, so such a unit could not be re-run by hand); and a length whose state-directory
+ * name fits a file name (a longer one fails when the dispatcher creates it).
  */
 export function unitIdProblem(id: string): string | null {
   if (!isValidUnitId(id)) return UNIT_ID_MESSAGE;
   if (id.startsWith('-')) return UNIT_ID_DASH_MESSAGE;
+  if (id.length > MAX_UNIT_ID_LENGTH) return UNIT_ID_LENGTH_MESSAGE;
   return null;
+}
+
+/** The program and script that run the dispatcher: `[node, <package>/bin/prun-dispatch-agy.js]`. */
+export function dispatcherCommand(): [string, string] {
+  return [process.execPath, fileURLToPath(new URL('../bin/prun-dispatch-agy.js', import.meta.url))];
 }
 
 export interface DispatcherArgvInput {

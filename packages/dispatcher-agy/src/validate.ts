@@ -2,7 +2,7 @@ import { existsSync, lstatSync, readFileSync, readlinkSync, statSync } from 'nod
 import { isAbsolute, join } from 'node:path';
 import { isValidUnitId, pyStrip } from '@prun/unit-state';
 import type { Mode, ParsedArgs } from './args.js';
-import { type LaunchSettings, UNIT_ID_MESSAGE, UsageError, parseLaunchSettings } from './settings.js';
+import { type LaunchSettings, NO_BINARY_EXIT, NO_BINARY_MESSAGE, UNIT_ID_MESSAGE, UsageError, parseLaunchSettings } from './settings.js';
 
 export { UsageError };
 
@@ -198,7 +198,7 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
 
   const exe = deps.locateBinary(env, cwd);
   if (exe === null) {
-    throw new UsageError('no runnable Antigravity CLI found; install agy or set ANTIGRAVITY_BIN', 70);
+    throw new UsageError(NO_BINARY_MESSAGE, NO_BINARY_EXIT);
   }
 
   const settings = parseLaunchSettings(env, deps.defaultModel);

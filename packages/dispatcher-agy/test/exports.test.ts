@@ -5,20 +5,42 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { MESSAGE_PREFIX, dispatcherArgv, dispatcherSettingsProblem, parseArgs, unitIdProblem } from '../src/index.js';
+import { locateAgy } from '@prun/model-resolve';
+import { stateDirName } from '@prun/unit-state';
+import {
+  MAX_UNIT_ID_LENGTH,
+  MESSAGE_PREFIX,
+  UsageError,
+  checkDispatcherSettings,
+  dispatcherArgv,
+  dispatcherCommand,
+  parseArgs,
+  unitIdProblem,
+} from '../src/index.js';
 import { BIN, readState, rootPool, runNode } from './harness.js';
 
 const pool = rootPool();
+
+/** The refusal checkDispatcherSettings throws, as [message, exit code], or null. */
+function refusal(env: NodeJS.ProcessEnv, locateBinary?: () => string | null): [string, number] | null {
+  try {
+    checkDispatcherSettings(env, locateBinary ? { locateBinary } : {});
+    return null;
+  } catch (error) {
+    if (error instanceof UsageError) return [error.message, error.exitCode];
+    throw error;
+  }
+}
 afterAll(() => pool.cleanup());
 
-describe.concurrent('dispatcherSettingsProblem', () => {
+describe.concurrent('checkDispatcherSettings', () => {
   test.each([
     [{ ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: '45m' }, 'ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS must be a positive integer'],
     [{ ANTIGRAVITY_DISPATCH_MODEL: ' ' }, 'model and effort overrides must be non-empty'],
     [{ PRUN_AGY_SANDBOX: 'maybe' }, 'PRUN_AGY_SANDBOX must be 1/true/yes/on or 0/false/no/off (got: maybe)'],
     [{ PRUN_AGY_KILL_GRACE_SECONDS: '-1' }, 'PRUN_AGY_KILL_GRACE_SECONDS must be a non-negative number of seconds'],
   ])('%o is refused with the message the bin prints before STATE-DIR', async (env, message) => {
-    expect(dispatcherSettingsProblem(env)).toBe(message);
+    expect(refusal(env)).toEqual([message, 2]);
     const root = pool.root();
     const run = await root.run({ env });
     expect(run.code).toBe(2);
@@ -30,7 +52,7 @@ describe.concurrent('dispatcherSettingsProblem', () => {
     [{ ANTIGRAVITY_PREFLIGHT: 'sometimes' }, 'ANTIGRAVITY_PREFLIGHT must be auto, force, or off (got: sometimes)'],
     [{ ANTIGRAVITY_PREFLIGHT: 'auto', ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS: '1m' }, 'ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS must be a positive integer'],
   ])('%o (read after STATE-DIR by the bin) is caught up front with the same text', async (env, message) => {
-    expect(dispatcherSettingsProblem(env)).toBe(message);
+    expect(refusal(env)).toEqual([message, 2]);
     const root = pool.root();
     const run = await root.run({ env: { ...env, FAKE_AGY_MODELS: 'gemini-3.8-flash-high' } });
     expect(run.code).toBe(2);
@@ -38,9 +60,19 @@ describe.concurrent('dispatcherSettingsProblem', () => {
   });
 
   test('good and default settings pass; a bad preflight timeout is ignored when preflight is off', () => {
-    expect(dispatcherSettingsProblem({})).toBeNull();
-    expect(dispatcherSettingsProblem({ ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: ' 1_000 ', PRUN_AGY_SANDBOX: 'yes' })).toBeNull();
-    expect(dispatcherSettingsProblem({ ANTIGRAVITY_PREFLIGHT: 'off', ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS: 'x' })).toBeNull();
+    expect(refusal({})).toBeNull();
+    expect(refusal({ ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: ' 1_000 ', PRUN_AGY_SANDBOX: 'yes' })).toBeNull();
+    expect(refusal({ ANTIGRAVITY_PREFLIGHT: 'off', ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS: 'x' })).toBeNull();
+  });
+
+  test('a missing binary is checked first, with exit 70 as the bin gives it', async () => {
+    const root = pool.root();
+    const env = { ANTIGRAVITY_BIN: join(root.dir, 'no-such-agy'), ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: '45m' };
+    const expected = refusal(env, () => locateAgy({ ...root.baseEnv(), ...env }, root.dir));
+    expect(expected).toEqual(['no runnable Antigravity CLI found; install agy or set ANTIGRAVITY_BIN', 70]);
+    const run = await root.run({ env });
+    expect(run.code).toBe(70);
+    expect(run.stderr).toBe(`${MESSAGE_PREFIX}${expected![0]}\n`);
   });
 });
 
@@ -50,6 +82,13 @@ describe('unitIdProblem', () => {
     expect(unitIdProblem('a/b')).toBe('--unit-id must contain only letters, digits, dashes, or underscores');
     expect(unitIdProblem('')).toBe('--unit-id must contain only letters, digits, dashes, or underscores');
     expect(unitIdProblem('-x')).toMatch(/^--unit-id must not start with a dash/);
+    expect(unitIdProblem('a'.repeat(MAX_UNIT_ID_LENGTH))).toBeNull();
+    expect(unitIdProblem('a'.repeat(MAX_UNIT_ID_LENGTH + 1))).toMatch(/^--unit-id must be at most 211 characters/);
+  });
+
+  test('the longest id still gives a state-directory name that fits a file name, at the largest pid', () => {
+    const name = stateDirName({ cwd: '/x', unitId: 'a'.repeat(MAX_UNIT_ID_LENGTH), pid: 4_194_304, nonce: '0123456789abcdef' });
+    expect(name.length).toBe(255);
   });
 
   test('a leading-dash id fails the documented command line', () => {
@@ -94,7 +133,10 @@ describe('dispatcherArgv', () => {
     const callLog = join(root.dir, 'agy-calls.jsonl');
     const env = { ...root.baseEnv(), ANTIGRAVITY_PREFLIGHT: 'off', FAKE_AGY_CALL_LOG: callLog };
     const argv = dispatcherArgv({ promptFile: root.prompt, resultFile: root.result, unitId: 'unit_a', mode: 'plan' });
-    const run = await runNode([BIN, ...argv], { env, cwd: root.dir, timeoutMs: 30_000 });
+    const [node, script] = dispatcherCommand();
+    expect(node).toBe(process.execPath);
+    expect(script).toBe(BIN);
+    const run = await runNode([script, ...argv], { env, cwd: root.dir, timeoutMs: 30_000 });
     expect(run.code).toBe(0);
     const lines = readFileSync(callLog, 'utf8').trimEnd().split('\n');
     expect(lines).toHaveLength(1);

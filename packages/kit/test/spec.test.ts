@@ -38,7 +38,7 @@ describe('parseArgv', () => {
     expect(error(['job', 'run', '--mode', 'x', 'p']).message).toBe("--mode must be plan or accept-edits, not 'x'");
     expect(error(['job', 'run', '-n', '1.5', 'p']).message).toBe("-n must be an integer, not '1.5'");
     expect(error(['job', 'run', '--timeout', '-1', 'p']).message).toBe("--timeout must be a non-negative number of seconds, not '-1'");
-    expect(error(['job', 'run', 'a', 'b']).message).toBe("unexpected argument for 'job run': 'b'");
+    expect(error(['job', 'run', 'a', 'b']).message).toBe("unexpected argument 'b' for 'job run'");
     expect(error(['job', 'run']).message).toBe("missing PROMPT for 'job run'");
     expect(error(['job', 'frob']).message).toBe("unknown command for 'job': frob");
     const e = error(['job', 'wait']);

@@ -199,7 +199,7 @@ function parseStrict(spec: BinSpec, argv: readonly string[]): ParsedArgv {
   }
   const declared = command.positionals ?? [];
   const { min, max } = positionalLimits(declared);
-  if (positionals.length > max) fail(`unexpected argument${where()}: '${positionals[max]}'`);
+  if (positionals.length > max) fail(`unexpected argument '${positionals[max]}'${where()}`);
   if (positionals.length < min) {
     const missing = declared.find((_, index) => index >= positionals.length) ?? declared[declared.length - 1];
     fail(`missing ${missing?.name ?? 'argument'}${where()}`);

@@ -25,6 +25,7 @@ function table(rows: ReadonlyArray<readonly [string, string]>, cap = 28): string
   const width = Math.min(cap, Math.max(0, ...rows.map(([left]) => left.length)));
   return rows.map(([left, right]) => {
     const indent = 2 + width + 2;
+    right = plainText(right);
     if (right === '') return `  ${left}`;
     if (left.length > width) return `  ${left}\n${' '.repeat(indent)}${wrap(right, indent, WIDTH - indent)}`;
     return `  ${left.padEnd(width)}  ${wrap(right, indent, WIDTH - indent)}`;

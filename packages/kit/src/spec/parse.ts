@@ -61,7 +61,8 @@ const SECONDS = /^\+?(\d+\.?\d*|\.\d+)$/;
 /** The cheap checks every kind gets; a declared schema runs after them. Returns the value or an error text. */
 function convert(value: string, spec: ValueSpec): { ok: true; value: unknown } | { ok: false; reason: string } {
   if (spec.kind === 'int') {
-    if (!INTEGER.test(value.trim()) || !Number.isSafeInteger(Number(value))) return { ok: false, reason: 'must be an integer' };
+    if (!INTEGER.test(value.trim())) return { ok: false, reason: 'must be an integer' };
+    if (!Number.isSafeInteger(Number(value))) return { ok: false, reason: 'is too large' };
   } else if (spec.kind === 'seconds') {
     if (!SECONDS.test(value.trim())) return { ok: false, reason: 'must be a non-negative number of seconds' };
   } else if (spec.kind === 'choice') {

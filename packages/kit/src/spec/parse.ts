@@ -1,17 +1,18 @@
+import { CliError } from '../cli/index.js';
 import type { BinSpec, CommandSpec, OptionSpec, PositionalSpec, ValueSpec } from './types.js';
 
 /**
- * A command-line mistake: one line for the user, the bin's usage exit code (2 unless the bin
- * declares another), and the command it happened in so the bin can point at that help.
+ * A command-line mistake: kit's one error type, with the bin's usage exit code (2 unless the
+ * bin declares another) and the command it happened in, so the bin can point at that help.
  */
-export class ArgvError extends Error {
+export class ArgvError extends CliError {
   constructor(
     message: string,
-    readonly exitCode: number,
+    exitCode: number,
     /** The command words after the bin name, e.g. `['job', 'run']`. */
     readonly path: readonly string[],
   ) {
-    super(message);
+    super(message, { exitCode });
     this.name = 'ArgvError';
   }
 }

@@ -1,14 +1,68 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname, extname, isAbsolute, resolve } from 'node:path';
-import { isValidUnitId } from '@prun/unit-state';
+import { isValidUnitId, stateDirName } from '@prun/unit-state';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
 const nonBlank = z.string().refine((value) => value.trim() !== '', 'must not be blank');
 
+/** The largest plan file prun reads; a plan is a list of units, not data. */
+export const MAX_PLAN_BYTES = 8 * 1024 * 1024;
+/** The largest prompt prun passes on: far beyond any prompt a worker can use, far below a runaway file. */
+export const MAX_PROMPT_BYTES = 1024 * 1024;
+
+/**
+ * The longest unit id whose dispatcher state directory name (`prun-task-<sha8>-<id>-<pid>-<nonce>`,
+ * the unit-state contract) still fits a 255-byte file name with the largest Linux pid.
+ */
+export const MAX_UNIT_ID_LENGTH = 255 - stateDirName({ cwd: '/', unitId: '', pid: 4_194_304, nonce: '0'.repeat(16) }).length;
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Read a small text file without ever blocking or reading without bound: opened non-blocking (a
+ * FIFO or a device cannot hang the read), refused unless it is a regular file no larger than
+ * `maxBytes`, decoded as strict UTF-8. Throws PlanError naming `what` and the path.
+ * (Kept behind this one function so @prun/kit/fs's bounded reader can replace it in one line.)
+ */
+export function readBoundedText(path: string, maxBytes: number, what: string): string {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (error) {
+    throw new PlanError(`${what}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) throw new PlanError(`${what}: ${path} is not a regular file`);
+    if (stat.size > maxBytes) throw new PlanError(`${what}: ${path} is larger than ${maxBytes} bytes`);
+    const buffer = Buffer.alloc(maxBytes + 1);
+    let length = 0;
+    for (;;) {
+      const n = readSync(fd, buffer, length, buffer.length - length, null);
+      if (n === 0) break;
+      length += n;
+      if (length > maxBytes) throw new PlanError(`${what}: ${path} is larger than ${maxBytes} bytes`);
+    }
+    try {
+      return UTF8.decode(buffer.subarray(0, length));
+    } catch {
+      throw new PlanError(`${what}: ${path} is not valid UTF-8`);
+    }
+  } catch (error) {
+    if (error instanceof PlanError) throw error;
+    throw new PlanError(`${what}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 const UnitSchema = z
   .object({
-    id: z.string().refine(isValidUnitId, 'must contain only letters, digits, dashes, or underscores'),
+    id: z
+      .string()
+      .refine(isValidUnitId, 'must contain only letters, digits, dashes, or underscores')
+      .refine((id) => id.length <= MAX_UNIT_ID_LENGTH, `must be at most ${MAX_UNIT_ID_LENGTH} characters (the dispatcher's state directory name must fit in a file name)`),
     prompt: nonBlank.optional(),
     prompt_file: nonBlank.optional(),
     mode: z.enum(['plan', 'accept-edits']).optional(),
@@ -119,24 +173,17 @@ export function checkGraph(plan: Plan): void {
 
 /** Read a plan file and resolve each unit's prompt and paths relative to the plan's folder. */
 export function loadPlan(planPath: string): { plan: Plan; units: ResolvedUnit[] } {
-  let text: string;
-  try {
-    text = readFileSync(planPath, 'utf8');
-  } catch (error) {
-    throw new PlanError(`cannot read plan ${planPath}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
-  }
+  const text = readBoundedText(planPath, MAX_PLAN_BYTES, 'plan');
   const plan = parsePlan(text, planPath);
   const base = dirname(resolve(planPath));
   const units = plan.units.map((unit, index): ResolvedUnit => {
     let prompt = unit.prompt;
     if (prompt === undefined) {
       const file = isAbsolute(unit.prompt_file!) ? unit.prompt_file! : resolve(base, unit.prompt_file!);
-      try {
-        prompt = new TextDecoder('utf-8', { fatal: true }).decode(readFileSync(file));
-      } catch (error) {
-        const why = (error as NodeJS.ErrnoException).code ?? 'not valid UTF-8';
-        throw new PlanError(`plan field units[${index}](id ${unit.id}).prompt_file: cannot read ${file}: ${why}`);
-      }
+      prompt = readBoundedText(file, MAX_PROMPT_BYTES, `plan field units[${index}](id ${unit.id}).prompt_file`);
+    }
+    if (Buffer.byteLength(prompt) > MAX_PROMPT_BYTES) {
+      throw new PlanError(`plan field units[${index}](id ${unit.id}).prompt: is larger than ${MAX_PROMPT_BYTES} bytes`);
     }
     return {
       id: unit.id,

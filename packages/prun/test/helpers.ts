@@ -8,7 +8,8 @@ export const repoRoot = fileURLToPath(new URL('../../..', import.meta.url));
 export const prunBin = join(repoRoot, 'packages/prun/bin/prun.js');
 export const agyByPrompt = fileURLToPath(new URL('fixtures/agy-by-prompt.mjs', import.meta.url));
 
-export const RESULT_TEXT = '# unit result\nConclusion: complete\nFiles: none\nOpen items: none\nVerification: fake agy\n';
+/** A response in the return contract; the fixture puts each unit's id in the header. */
+export const RESULT_TEXT = '# {{unit}} result\nConclusion: complete\nFiles: none\nOpen items: none\nVerification: fake agy\n';
 
 export interface Sandbox {
   root: string;

@@ -41,7 +41,7 @@ describe('plan validation', () => {
       ]);
       writeFileSync(join(dir, 'bad.md'), Buffer.from([0xff, 0xfe, 0x00]));
       writeFileSync(join(dir, 'bad.json'), plan([{ id: 'c', prompt_file: 'bad.md' }]));
-      expect(() => loadPlan(join(dir, 'bad.json'))).toThrow('plan field units[0](id c).prompt_file: cannot read');
+      expect(() => loadPlan(join(dir, 'bad.json'))).toThrow(`plan field units[0](id c).prompt_file: ${join(dir, 'bad.md')} is not valid UTF-8`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

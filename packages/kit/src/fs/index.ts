@@ -1,2 +1,2 @@
 // @prun/kit/fs: filled in by the kit work (see packages/kit/README.md).
-export {};
+export { type FlockAttempt, FlockUnavailableError, tryFlock } from './flock.js';

@@ -47,23 +47,8 @@ export function packageVersion(): string {
   return typeof version === 'string' ? version : '0.0.0';
 }
 
-const AGENT_VARIABLES = ['AI_AGENT', 'CLAUDECODE', 'CLAUDE_CODE_ENTRYPOINT', 'GEMINI_CLI', 'CURSOR_AGENT', 'OPENCODE'];
-
-/** Whether an AI agent runs us (it reads our output; a live view would only be noise). */
-export function isAgentCaller(env: NodeJS.ProcessEnv): boolean {
-  return Object.entries(env).some(
-    ([name, value]) => !!value && (AGENT_VARIABLES.includes(name) || name.startsWith('CODEX_')),
-  );
-}
-
-/** A live view on stderr only for a person at a terminal. */
-export function liveViewWanted(env: NodeJS.ProcessEnv, stderrIsTty: boolean): boolean {
-  return stderrIsTty && !isAgentCaller(env);
-}
-
-export function colourWanted(env: NodeJS.ProcessEnv): boolean {
-  return !env.NO_COLOR && !isAgentCaller(env);
-}
+// Agent-caller and colour detection live in @prun/kit/cli; re-exported for monitor's users.
+export { colourWanted, isAgentCaller, liveViewWanted } from '@prun/kit/cli';
 
 /** Operands from stdin: one per line, `STATE-DIR <path>` or a plain path; blank lines skipped. */
 export function readStdinOperands(

@@ -5,7 +5,7 @@ import { constants as osConstants } from 'node:os';
 import { classifyUnit, initialMemory, observeUnit, probeDispatch, type UnitMemory } from '@prun/monitor';
 import { publishAtomic, renderFallback, resultShapeLines } from '@prun/unit-state';
 import { throwawayClone, CloneError } from './clone.js';
-import { dispatcherArgs, dispatcherBin, type DispatchRequest } from './dispatcher.js';
+import { dispatcherCommandLine, type DispatchRequest } from './dispatcher.js';
 import { EXIT } from './errors.js';
 import { LOCK_FILE } from './lock.js';
 import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
@@ -156,7 +156,6 @@ export class BatchRun {
   private readonly live = new Map<string, Live>();
   private readonly followUps = new Map<string, FollowUp>();
   private readonly stalled = new Set<string>();
-  private readonly bin = dispatcherBin();
   private stopping: 'quota' | NodeJS.Signals | null = null;
   private wake: (() => void) | null = null;
 
@@ -355,7 +354,7 @@ export class BatchRun {
       addDirs: unit.addDirs,
       continueFrom: followUp?.stateDir ?? null,
     };
-    const args = [this.bin, ...dispatcherArgs(request)];
+    const [node, args] = dispatcherCommandLine(request);
     const env = unitEnv(this.settings.env, unit, cloneDir);
 
     // Recorded before the spawn: a batch killed at any point after this line finds the unit
@@ -382,7 +381,7 @@ export class BatchRun {
     const err = openSync(this.paths.stderrLog(id), 'a');
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, err], env, cwd: this.paths.dir });
+      child = spawn(node, args, { detached: true, stdio: ['ignore', out, err], env, cwd: this.paths.dir });
     } finally {
       closeSync(out);
       closeSync(err);

@@ -1,61 +1,65 @@
-// Everything prun knows about starting a dispatcher lives here, so the dispatcher package's own
-// exports (argv, settings and unit-id checks) are used in one place.
-import { createRequire } from 'node:module';
-import { dirname, resolve } from 'node:path';
+// Everything prun knows about starting a dispatcher comes from the dispatcher package's own
+// exports (its command, argv, settings check and unit-id rule), used here in one place.
+import { statSync } from 'node:fs';
+import { checkDispatcherSettings, dispatcherArgv, dispatcherCommand, parseArgs, UsageError, type Mode } from '@prun/dispatcher-agy';
+import { locateAgy } from '@prun/model-resolve';
+
+export { unitIdProblem as dispatcherUnitIdProblem } from '@prun/dispatcher-agy';
 
 /** How prun starts one unit's dispatcher. */
 export interface DispatchRequest {
   unitId: string;
   promptFile: string;
   resultFile: string;
-  mode: string | null;
+  mode: Mode | null;
   addDirs: string[];
   continueFrom: string | null;
 }
 
-/** The dispatcher's bin, resolved from its package (never from PATH). */
-export function dispatcherBin(): string {
-  const require = createRequire(import.meta.url);
-  const manifestPath = require.resolve('@prun/dispatcher-agy/package.json');
-  const manifest = require(manifestPath) as { bin: Record<string, string> };
-  return resolve(dirname(manifestPath), manifest.bin['prun-dispatch-agy']!);
+/** The whole command line of one unit's dispatcher: node, the dispatcher's bin, its options. */
+export function dispatcherCommandLine(request: DispatchRequest): [string, string[]] {
+  const [node, bin] = dispatcherCommand();
+  return [node, [bin, ...dispatcherArgv(request)]];
 }
 
-/** The dispatcher's options for one unit (after the bin path). */
-export function dispatcherArgs(request: DispatchRequest): string[] {
-  const args = ['--prompt-file', request.promptFile, '--result-file', request.resultFile, '--unit-id', request.unitId];
-  if (request.mode) args.push('--mode', request.mode);
-  for (const dir of request.addDirs) args.push('--add-dir', dir);
-  if (request.continueFrom) args.push('--continue-from', request.continueFrom);
-  return args;
+/**
+ * The `--result-file` of a dispatcher command line (argv without the program), read back with
+ * the dispatcher's own parser, whichever spelling started it. Null for any other command line.
+ */
+export function resultFileOfArgv(argv: string[]): string | null {
+  if (!argv.some((arg) => arg.startsWith('--result-file'))) return null;
+  const parsed = parseArgs(argv);
+  return parsed.kind === 'args' ? parsed.args.resultFile : null;
 }
 
 /** One unit as the pre-flight check sees it. */
 export interface PreflightUnit {
-  request: DispatchRequest;
+  id: string;
+  addDirs: string[];
   /** The environment its dispatcher would get. */
   env: NodeJS.ProcessEnv;
-  /** A readable UTF-8 regular file standing in for the prompt (the real one may not exist yet). */
-  promptStandIn: string;
 }
 
 /**
- * Would the dispatcher accept this unit? Runs the dispatcher package's own argv parser and its
- * validation (unit id, mode rule, add-dirs, settings such as ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS,
- * the agy binary), reading files only. Returns the dispatcher's one-line refusal, or null.
- * Loaded lazily: the dispatcher's code is needed only when a batch is about to run.
+ * Would the dispatcher accept this unit? Its settings (ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS and
+ * the rest, the agy binary) by the dispatcher package's own check, and its add-dirs existing
+ * (the dispatcher refuses a missing one). Returns the one-line refusal, or null.
  */
-export async function dispatcherRefusal(unit: PreflightUnit, cwd: string): Promise<string | null> {
-  const [dispatcher, models] = await Promise.all([import('@prun/dispatcher-agy'), import('@prun/model-resolve')]);
-  const argv = dispatcherArgs({ ...unit.request, promptFile: unit.promptStandIn });
-  const parsed = dispatcher.parseArgs(argv);
-  if (parsed.kind === 'error') return parsed.message;
-  if (parsed.kind !== 'args') return `the dispatcher does not take these options: ${argv.join(' ')}`;
+export function dispatcherRefusal(unit: PreflightUnit, cwd: string): string | null {
   try {
-    dispatcher.validate(parsed.args, { env: unit.env, cwd, defaultModel: models.DEFAULT_MODEL, locateBinary: models.locateAgy });
+    checkDispatcherSettings(unit.env, { locateBinary: () => locateAgy(unit.env, cwd) });
   } catch (error) {
-    if (error instanceof dispatcher.UsageError) return error.message;
+    if (error instanceof UsageError) return error.message;
     throw error;
+  }
+  for (const dir of unit.addDirs) {
+    let isDir = false;
+    try {
+      isDir = statSync(dir).isDirectory();
+    } catch {
+      isDir = false;
+    }
+    if (!isDir) return `add_dirs entry is not an existing directory: ${dir}`;
   }
   return null;
 }

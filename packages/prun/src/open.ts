@@ -17,7 +17,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { batchPaths, queuedEntry, unitEnv, unitMode, type BatchPaths } from './batch.js';
+import { batchPaths, queuedEntry, unitEnv, type BatchPaths } from './batch.js';
 import { dispatcherRefusal, type PreflightUnit } from './dispatcher.js';
 import { BatchError, EXIT } from './errors.js';
 import { appendLedger, readLedger, repairLedgerTail, type LedgerRead } from './ledger.js';
@@ -43,7 +43,7 @@ export function defaultBatchDirName(now: Date, n: number): string {
 }
 
 /** What the dispatcher would refuse, and missing clone sources: one line naming the unit. */
-async function preflightUnits(units: ResolvedUnit[], env: NodeJS.ProcessEnv, paths: BatchPaths, promptStandIn: (unit: ResolvedUnit) => string): Promise<void> {
+function preflightUnits(units: ResolvedUnit[], env: NodeJS.ProcessEnv, paths: BatchPaths): void {
   for (const unit of units) {
     if (unit.clone !== null) {
       let isDir = false;
@@ -54,20 +54,8 @@ async function preflightUnits(units: ResolvedUnit[], env: NodeJS.ProcessEnv, pat
       }
       if (!isDir) throw new BatchError(`unit ${unit.id}: clone source is not a directory: ${unit.clone}`, EXIT.usage);
     }
-    const check: PreflightUnit = {
-      request: {
-        unitId: unit.id,
-        promptFile: paths.prompt(unit.id),
-        // A path that does not exist yet: the dispatcher checks only that.
-        resultFile: join(paths.results, '.preflight', `${unit.id}.md`),
-        mode: unitMode(unit),
-        addDirs: unit.addDirs,
-        continueFrom: null,
-      },
-      env: unitEnv(env, unit, unit.clone ? paths.clone(unit.id) : null),
-      promptStandIn: promptStandIn(unit),
-    };
-    const refusal = await dispatcherRefusal(check, paths.dir);
+    const check: PreflightUnit = { id: unit.id, addDirs: unit.addDirs, env: unitEnv(env, unit, unit.clone ? paths.clone(unit.id) : null) };
+    const refusal = dispatcherRefusal(check, paths.dir);
     if (refusal !== null) throw new BatchError(`unit ${unit.id}: the dispatcher would refuse it: ${refusal}`, EXIT.usage);
   }
 }
@@ -217,7 +205,7 @@ export async function createBatch(planPath: string, dir: string | undefined, env
   const now = new Date();
   const firstTarget = dir === undefined ? join(cwd, defaultBatchDirName(now, 1)) : resolve(cwd, dir);
   checkNewDir(firstTarget, dir === undefined);
-  await preflightUnits(units, env, batchPaths(firstTarget), () => planAbsolute);
+  preflightUnits(units, env, batchPaths(firstTarget));
   let made: string[] = [];
   try {
     made = makeParents(dirname(firstTarget));
@@ -329,7 +317,7 @@ export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string
       );
     }
     const pending = units.filter((unit) => ledger.latest.get(unit.id)?.status !== 'done');
-    await preflightUnits(pending, env, paths, (unit) => paths.prompt(unit.id));
+    preflightUnits(pending, env, paths);
     const tornSetAside = repairLedgerTail(paths.ledger, ledger);
     return { paths, units, ledger, lockFd, tornSetAside };
   } catch (error) {

@@ -1,6 +1,7 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
 import { dirname, extname, isAbsolute, resolve } from 'node:path';
-import { isValidUnitId, stateDirName } from '@prun/unit-state';
+import { unitIdProblem } from '@prun/dispatcher-agy';
+import { readHead } from '@prun/kit/fs';
+import { isValidUnitId } from '@prun/unit-state';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
@@ -11,49 +12,25 @@ export const MAX_PLAN_BYTES = 8 * 1024 * 1024;
 /** The largest prompt prun passes on: far beyond any prompt a worker can use, far below a runaway file. */
 export const MAX_PROMPT_BYTES = 1024 * 1024;
 
-/**
- * The longest unit id whose dispatcher state directory name (`prun-task-<sha8>-<id>-<pid>-<nonce>`,
- * the unit-state contract) still fits a 255-byte file name with the largest Linux pid.
- */
-export const MAX_UNIT_ID_LENGTH = 255 - stateDirName({ cwd: '/', unitId: '', pid: 4_194_304, nonce: '0'.repeat(16) }).length;
-
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * Read a small text file without ever blocking or reading without bound: opened non-blocking (a
- * FIFO or a device cannot hang the read), refused unless it is a regular file no larger than
- * `maxBytes`, decoded as strict UTF-8. Throws PlanError naming `what` and the path.
- * (Kept behind this one function so @prun/kit/fs's bounded reader can replace it in one line.)
+ * Read a small text file without ever blocking or reading without bound (@prun/kit/fs's
+ * bounded non-blocking reader): refused unless it is a regular file (a FIFO or a device never
+ * hangs the read) no larger than `maxBytes`, decoded as strict UTF-8. Throws PlanError naming
+ * `what` and the path.
  */
 export function readBoundedText(path: string, maxBytes: number, what: string): string {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch (error) {
-    throw new PlanError(`${what}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  const head = readHead(path, { maxBytes, overflow: 'refuse' });
+  if (!head.ok) {
+    if (head.problem === 'NotARegularFile') throw new PlanError(`${what}: ${path} is not a regular file`);
+    if (head.problem === 'EntryTooLarge') throw new PlanError(`${what}: ${path} is larger than ${maxBytes} bytes`);
+    throw new PlanError(`${what}: cannot read ${path}: ${head.problem === 'absent' ? 'ENOENT' : head.problem}`);
   }
   try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) throw new PlanError(`${what}: ${path} is not a regular file`);
-    if (stat.size > maxBytes) throw new PlanError(`${what}: ${path} is larger than ${maxBytes} bytes`);
-    const buffer = Buffer.alloc(maxBytes + 1);
-    let length = 0;
-    for (;;) {
-      const n = readSync(fd, buffer, length, buffer.length - length, null);
-      if (n === 0) break;
-      length += n;
-      if (length > maxBytes) throw new PlanError(`${what}: ${path} is larger than ${maxBytes} bytes`);
-    }
-    try {
-      return UTF8.decode(buffer.subarray(0, length));
-    } catch {
-      throw new PlanError(`${what}: ${path} is not valid UTF-8`);
-    }
-  } catch (error) {
-    if (error instanceof PlanError) throw error;
-    throw new PlanError(`${what}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
-  } finally {
-    closeSync(fd);
+    return UTF8.decode(head.bytes);
+  } catch {
+    throw new PlanError(`${what}: ${path} is not valid UTF-8`);
   }
 }
 
@@ -62,7 +39,12 @@ const UnitSchema = z
     id: z
       .string()
       .refine(isValidUnitId, 'must contain only letters, digits, dashes, or underscores')
-      .refine((id) => id.length <= MAX_UNIT_ID_LENGTH, `must be at most ${MAX_UNIT_ID_LENGTH} characters (the dispatcher's state directory name must fit in a file name)`),
+      .superRefine((id, ctx) => {
+        // The dispatcher's own rule (a leading dash, the state directory name's length), so
+        // nothing it would refuse gets as far as a worker.
+        const problem = isValidUnitId(id) ? unitIdProblem(id) : null;
+        if (problem !== null) ctx.addIssue({ code: 'custom', message: `the dispatcher refuses it: ${problem}` });
+      }),
     prompt: nonBlank.optional(),
     prompt_file: nonBlank.optional(),
     mode: z.enum(['plan', 'accept-edits']).optional(),

@@ -1,4 +1,5 @@
 import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { resultFileOfArgv } from './dispatcher.js';
 import { STATE_DIR_LINE_PREFIX, STATE_FILES, isProcessAlive, parseResultSummary, readStateEntry, type ResultSummary } from '@prun/unit-state';
 
 /** The head of a result file (enough for its header and contract lines), or null if absent/empty. */
@@ -67,10 +68,10 @@ function resultFileArgument(pid: number): string | null {
   } catch {
     return null;
   }
-  const at = argv.indexOf('--result-file');
-  if (at !== -1) return argv[at + 1] ?? null;
-  const joined = argv.find((arg) => arg.startsWith('--result-file='));
-  return joined === undefined ? null : joined.slice('--result-file='.length);
+  // argv[0] is node and argv[1] the dispatcher's bin; the final NUL leaves an empty last element.
+  const options = argv.slice(2);
+  if (options.at(-1) === '') options.pop();
+  return resultFileOfArgv(options);
 }
 
 /**

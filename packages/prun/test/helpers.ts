@@ -89,7 +89,8 @@ export function workerCalls(logDir: string): Array<AgyCall & { unit: string | nu
     .filter(Boolean)
     .map((line) => JSON.parse(line) as AgyCall)
     .filter((call) => call.kind === 'worker')
-    .map((call) => ({ ...call, unit: /UNIT-ID:(\w+)/.exec(call.prompt ?? '')?.[1] ?? null }));
+    // The unit's own `UNIT-ID:<id>` marker, else (a restatement turn) the relay's `# <id> result` shape line.
+    .map((call) => ({ ...call, unit: /UNIT-ID:([\w-]+)/.exec(call.prompt ?? '')?.[1] ?? /^# ([\w-]+) result$/m.exec(call.prompt ?? '')?.[1] ?? null }));
 }
 
 /** Poll until `check` holds or the deadline passes (then throw with `what`). */

@@ -192,7 +192,7 @@ describe('small decisions', () => {
     expect(parseArgs(['--', '--json'])).toMatchObject({ json: false, operands: ['--json'] });
     expect(parseArgs(['-'])).toMatchObject({ stdin: true, operands: [] });
     expect(() => parseArgs(['a', '-'])).toThrow(UsageError);
-    expect(() => parseArgs(['--nope'])).toThrow(/unknown option --nope/);
+    expect(() => parseArgs(['--nope'])).toThrow(/unknown option: --nope/);
   });
 
   it('agent callers and non-TTYs get no live view', () => {

@@ -1,6 +1,6 @@
 import { readdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { STATE_FILES, isStateDirName, readStateEntry, type EntryRead } from '@prun/unit-state';
+import { STATE_FILES, isStateDirName, readSmallFile, readStateEntry, type EntryRead } from '@prun/unit-state';
 import {
   classifyTarget,
   failedClassification,
@@ -60,7 +60,9 @@ export const nodeObservationFs: ObservationFs = {
   // A missing file is common (no result yet, no tail): no Error, no stack trace for it.
   stat: (path) => statSync(path, { throwIfNoEntry: false }),
   // A Buffer path reaches a unit whose name is not valid UTF-8.
-  readEntry: (unitDir, name) => readStateEntry(unitDir, name),
+  // A plain `dir/name` for the usual string path (path.join's normalizing is not needed for a
+  // name from STATE_FILES under a listed unit).
+  readEntry: (unitDir, name) => (typeof unitDir === 'string' ? readSmallFile(`${unitDir}/${name}`) : readStateEntry(unitDir, name)),
 };
 
 /** The error a throwing stat would have given for a missing entry (named by `errorName`). */

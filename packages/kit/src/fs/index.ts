@@ -307,3 +307,7 @@ export function which(name: string, options: WhichOptions = {}): string | null {
   }
   return null;
 }
+
+// --- flock ------------------------------------------------------------------------------------
+
+export { type FlockAttempt, FlockUnavailableError, tryFlock } from './flock.js';

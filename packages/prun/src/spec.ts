@@ -2,6 +2,7 @@
 // package. --help (`prun help CMD` too), completion and the exit-code tables come from it.
 import type { BinSpec, CommandSpec } from '@prun/kit/spec';
 import { TOOL_COMMANDS } from './commands.js';
+import { EXIT } from './errors.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 
@@ -62,15 +63,21 @@ export const OWN_SPEC: BinSpec = {
   commands: OWN_COMMANDS,
   epilog: "The other commands exit exactly as their bins do: see prun <command> --help.",
   exitCodes: [
-    { code: 0, meaning: '`batch`: every unit done; `status`, `clone`, `completion`: success' },
-    { code: '1-100', meaning: '`batch`: the number of failed units, capped at 100; `clone`: git failed (1)' },
+    { code: EXIT.ok, meaning: '`batch`: every unit done; `status`, `clone`, `completion`: success' },
+    { code: '1-100', meaning: '`batch`: the number of failed and invalid units, capped at 100; `clone`: git failed (1)' },
     {
-      code: 2,
-      meaning: 'usage error, a bad plan (the message names the field), a batch directory that exists and is not empty, a directory that is not a batch',
+      code: EXIT.usage,
+      meaning:
+        'usage error, a bad plan or setting (the message names the field, setting or path), a directory that cannot be used or is not a batch; nothing was created or run',
     },
-    { code: 70, meaning: 'internal error' },
-    { code: 75, meaning: '`batch` stopped on a quota refusal under `--no-quota-wait`' },
-    { code: '128+n', meaning: '`batch` interrupted by signal n: 130 SIGINT, 143 SIGTERM, 129 SIGHUP (units stopped, ledger consistent)' },
+    { code: EXIT.internal, meaning: 'internal error' },
+    { code: EXIT.quota, meaning: '`batch` stopped on a quota refusal under `--no-quota-wait`; resume it later' },
+    { code: EXIT.busy, meaning: '`batch`: another prun process is driving this batch directory (its pid is named)' },
+    { code: EXIT.ledger, meaning: '`batch`: the ledger is damaged (a bad line before the last, or missing or empty beside results or logs); nothing was changed' },
+    {
+      code: '128+n',
+      meaning: '`batch` interrupted by signal n (130 SIGINT, 143 SIGTERM, 129 SIGHUP): running units stopped and recorded interrupted; `prun batch --resume DIR` finishes the batch',
+    },
   ],
 };
 

@@ -1,8 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { EXIT, SnapshotError } from './errors.js';
 import { BIN, USAGE, UsageError, parseArgs, parseEnv } from './options.js';
-import { renderJson, renderText } from './render.js';
-import { removeLiveTemporaryFiles, snapshotTail } from './snapshot.js';
+
+// Only argv parsing and the messages load up front; the snapshot machinery (and what it
+// imports) loads once a snapshot is really asked for, so --help and --version start fast.
+const loadSnapshot = () => import('./snapshot.js');
+let removeLiveTemporaryFiles: () => void = () => undefined;
 
 const HELP = `${USAGE}
 
@@ -71,6 +74,11 @@ export async function main(argv: string[]): Promise<void> {
   const { options } = parsed;
   for (const name of SIGNALS) process.on(name, onSignal);
   try {
+    const [{ snapshotTail, removeLiveTemporaryFiles: removeTemps }, { renderJson, renderText }] = await Promise.all([
+      loadSnapshot(),
+      import('./render.js'),
+    ]);
+    removeLiveTemporaryFiles = removeTemps;
     const outcome = await snapshotTail({
       unit: options.unit,
       ...(options.dest !== undefined ? { dest: options.dest } : {}),

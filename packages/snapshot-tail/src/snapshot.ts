@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { DestinationExistsError, STATE_FILES, linkNoReplace } from '@prun/unit-state';
 import { buildManifest, validateArchive, writeArchive, type Manifest } from './archive.js';
 import { ensureDestDir, planDestination } from './destination.js';
+import { createChunkHasher, type ChunkHasher } from './hasher.js';
 import { EXIT, SnapshotError, osErrorText, pythonErrorClass } from './errors.js';
 import type { SnapshotEnv } from './options.js';
 import { defaultSourceIo, openTail, type CopyResult, type OpenTail, type SourceIo } from './source.js';
@@ -36,8 +37,14 @@ export interface SnapshotSeams {
   randomHex(bytes: number): string;
   createTemp(dir: string, name: string): Promise<FileHandle>;
   chmodTemp(handle: FileHandle, mode: number): Promise<void>;
-  writeArchive(out: FileHandle, tail: OpenTail, manifestFor: (copy: CopyResult) => Manifest, io: SourceIo): Promise<Manifest>;
-  validateArchive(path: string, expected: Record<string, unknown>): Promise<void>;
+  writeArchive(
+    out: FileHandle,
+    tail: OpenTail,
+    manifestFor: (copy: CopyResult) => Manifest,
+    io: SourceIo,
+    hasher: ChunkHasher,
+  ): Promise<Manifest>;
+  validateArchive(path: string, expected: Record<string, unknown>, hasher: ChunkHasher): Promise<void>;
   link(temp: string, final: string): void;
   unlink(path: string): void;
 }
@@ -129,6 +136,8 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
   const tail = await openTail(sourcePath, seams.source);
   let temp: { path: string; handle: FileHandle } | undefined;
   let published = false;
+  // One hasher (a worker thread for a large tail) serves both the copy and the read-back.
+  let hasher: ChunkHasher | undefined;
   try {
     temp = await createPrivateTemp(plan.destDir, seams);
     liveTemps.add(temp.path);
@@ -138,18 +147,20 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
       throw new SnapshotError(EXIT.publish, `cannot make ${temp.path} private: ${osErrorText(error)}`);
     }
     let manifest: Manifest;
+    hasher = createChunkHasher(tail.sizeAtOpen);
     try {
       manifest = await seams.writeArchive(
         temp.handle,
         tail,
         (copy) => buildManifest({ capturedAt: seams.now(), sourcePath, sizeAtOpen: tail.sizeAtOpen, copy }),
         seams.source,
+        hasher,
       );
     } catch (error) {
       if (error instanceof SnapshotError) throw error;
       throw new SnapshotError(EXIT.archive, `cannot build archive: ${osErrorText(error)}`);
     }
-    await seams.validateArchive(temp.path, manifest as unknown as Record<string, unknown>);
+    await seams.validateArchive(temp.path, manifest as unknown as Record<string, unknown>, hasher);
     publishByLink(temp.path, plan.final, seams.link);
     published = true;
     let warning: string | null = null;
@@ -160,6 +171,7 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
     }
     return { published: plan.final, manifest, warning };
   } finally {
+    await hasher?.close();
     await tail.handle.close().catch(() => undefined);
     if (temp !== undefined) {
       await temp.handle.close().catch(() => undefined);

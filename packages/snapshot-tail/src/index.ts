@@ -48,6 +48,7 @@ export {
   defaultSeams,
   publishByLink,
   removeLiveTemporaryFiles,
+  removeStaleParts,
   resolveUnitDir,
   snapshotTail,
 } from './snapshot.js';

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync, statSync, unlinkSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
+import { atomicTempPath, removeStaleTemps } from '@prun/kit/fs';
 import { DestinationExistsError, STATE_FILES, linkNoReplace } from '@prun/unit-state';
 import { buildManifest, validateArchive, writeArchive, type Manifest } from './archive.js';
 import { ensureDestDir, planDestination } from './destination.js';
@@ -61,8 +62,11 @@ export const defaultSeams: SnapshotSeams = {
   unlink: unlinkSync,
 };
 
-const TEMP_PREFIX = '.snap-';
-const TEMP_SUFFIX = '.part';
+// Temporary archives are `.snap-part.snapshot-tail-<pid>-<nonce>.tmp` (kit's temp naming): the
+// pid lets the next run in the same directory remove a part a killed run left behind, and never
+// a live run's.
+const TEMP_TARGET = 'snap-part';
+const TEMP_TAG = 'snapshot-tail';
 
 // Temporary archives of runs in progress, so a signal handler can remove them before exiting.
 const liveTemps = new Set<string>();
@@ -88,15 +92,20 @@ export function resolveUnitDir(unit: string, cwd: string): string {
 
 async function createPrivateTemp(destDir: string, seams: SnapshotSeams): Promise<{ path: string; handle: FileHandle }> {
   for (let attempt = 0; ; attempt += 1) {
-    const name = `${TEMP_PREFIX}${seams.randomHex(6)}${TEMP_SUFFIX}`;
+    const path = atomicTempPath(join(destDir, TEMP_TARGET), { tag: TEMP_TAG, nonce: seams.randomHex(8) });
     try {
-      const handle = await seams.createTemp(destDir, name);
-      return { path: join(destDir, name), handle };
+      const handle = await seams.createTemp(destDir, basename(path));
+      return { path, handle };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 10) continue;
       throw new SnapshotError(EXIT.publish, `cannot create a temporary file in ${destDir}: ${osErrorText(error)}`);
     }
   }
+}
+
+/** Remove the temporary archives that killed runs left in `destDir` (their pid is gone). */
+export function removeStaleParts(destDir: string): string[] {
+  return removeStaleTemps(destDir, { tag: TEMP_TAG, target: TEMP_TARGET });
 }
 
 /** Hard-link the validated archive to its final name; never replaces, never falls back. */
@@ -133,6 +142,7 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
     randomHex8: seams.randomHex(4),
   });
   ensureDestDir(plan.destDir);
+  removeStaleParts(plan.destDir);
   const tail = await openTail(sourcePath, seams.source);
   let temp: { path: string; handle: FileHandle } | undefined;
   let published = false;

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { STOP_SIGNALS, formatInternalError, packageVersion } from '@prun/kit/cli';
 import { EXIT, SnapshotError } from './errors.js';
 import { BIN, USAGE, UsageError, parseArgs, parseEnv } from './options.js';
 
@@ -34,24 +34,19 @@ exit codes:
   70  internal error
 `;
 
-function packageVersion(): string {
-  const raw: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-  return typeof raw === 'object' && raw !== null && 'version' in raw ? String(raw.version) : 'unknown';
-}
+const MANIFEST = new URL('../package.json', import.meta.url);
 
 function fail(code: number, lines: string[]): void {
   for (const line of lines) process.stderr.write(`${BIN}: ${line}\n`);
   process.exitCode = code;
 }
 
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
 // A snapshot interrupted by a signal must not leave its temporary archive behind: remove it,
 // then die of the same signal so the caller sees what happened. When the bin runs inside a host
 // (`prun snapshot-tail`) that has its own handler, the host decides how to exit.
 function onSignal(signal: NodeJS.Signals): void {
   removeLiveTemporaryFiles();
-  for (const name of SIGNALS) process.removeListener(name, onSignal);
+  for (const name of STOP_SIGNALS) process.removeListener(name, onSignal);
   if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
 }
 
@@ -68,11 +63,11 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   if (parsed.kind === 'version') {
-    process.stdout.write(`${packageVersion()}\n`);
+    process.stdout.write(`${packageVersion(MANIFEST)}\n`);
     return;
   }
   const { options } = parsed;
-  for (const name of SIGNALS) process.on(name, onSignal);
+  for (const name of STOP_SIGNALS) process.on(name, onSignal);
   try {
     const [{ snapshotTail, removeLiveTemporaryFiles: removeTemps }, { renderJson, renderText }] = await Promise.all([
       loadSnapshot(),
@@ -91,9 +86,9 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = EXIT.ok;
   } catch (error) {
     if (error instanceof SnapshotError) return fail(error.code, [`error: ${error.message}`]);
-    const message = error instanceof Error ? error.message : String(error);
-    return fail(EXIT.internal, [`internal error: ${message.split('\n')[0]}`]);
+    process.stderr.write(formatInternalError(BIN, error));
+    process.exitCode = EXIT.internal;
   } finally {
-    for (const name of SIGNALS) process.removeListener(name, onSignal);
+    for (const name of STOP_SIGNALS) process.removeListener(name, onSignal);
   }
 }

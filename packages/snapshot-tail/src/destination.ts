@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, statSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { pyStrip } from '@prun/unit-state';
+import { pyStrip } from '@prun/kit/py';
 import { EXIT, SnapshotError, isErrnoException, osErrorText } from './errors.js';
 import { BIN, type SnapshotEnv } from './options.js';
 

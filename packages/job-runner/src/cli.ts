@@ -1,11 +1,29 @@
 // The `prun-job` bin: parse the command line, run the command, print, set the exit code.
+// Each command's module is loaded only when that command runs, so a small command starts fast.
 import { readFileSync } from 'node:fs';
-import { COMMANDS, type Context } from './commands.js';
+import type { Command, Context } from './commands/context.js';
 import { CommandError, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE } from './errors.js';
-import { runnerMain } from './runner.js';
+import { closeDebuggerDoor } from './signals.js';
 import { timingsFromEnv } from './timing.js';
 
 const BIN = 'prun-job';
+
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  run: async () => (await import('./commands/run.js')).cmdRun,
+  resume: async () => (await import('./commands/resume.js')).cmdResume,
+  wait: async () => (await import('./commands/wait.js')).cmdWait,
+  result: async () => (await import('./commands/result.js')).cmdResult,
+  steer: async () => (await import('./commands/steer.js')).cmdSteer,
+  abort: async () => (await import('./commands/abort.js')).cmdAbort,
+  kill: async () => (await import('./commands/kill.js')).cmdKill,
+  status: async () => (await import('./commands/status.js')).cmdStatus,
+  peek: async () => (await import('./commands/peek.js')).cmdPeek,
+  list: async () => (await import('./commands/list.js')).cmdList,
+  profiles: async () => (await import('./commands/profiles.js')).cmdProfiles,
+  rm: async () => (await import('./commands/rm.js')).cmdRm,
+  completion: async () => (await import('./commands/completion.js')).cmdCompletion,
+  __names: async () => (await import('./commands/completion.js')).cmdNames,
+};
 
 export const USAGE = `Usage:
   prun-job run      [options] (PROMPT | -)
@@ -84,6 +102,8 @@ function write(text: string, { resultBlock = false } = {}): void {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // Runners, waits and foreground runs live long beside agents that can signal them.
+  closeDebuggerDoor();
   // Failed writes are reported to write()'s callback; this keeps them from being thrown.
   if (process.stdout.listenerCount('error') === 0) process.stdout.on('error', () => undefined);
   try {
@@ -118,13 +138,9 @@ async function dispatch(argv: string[]): Promise<number> {
     return EXIT_OK;
   }
   const timings = timingsFromEnv(process.env);
-  if (command === '__runner') {
-    await runnerMain(rest, timings, process.env);
-    // The runner's job is done and its state recorded; exiting releases the job's lock.
-    process.exit(0);
-  }
-  const handler = COMMANDS[command];
-  if (!handler) {
+  if (command === '__runner') return (await import('./runner-main.js')).runnerMain(rest, process.env);
+  const load = COMMANDS[command];
+  if (!load) {
     note(`unknown command: ${command} (try --help)`);
     return EXIT_USAGE;
   }
@@ -139,5 +155,5 @@ async function dispatch(argv: string[]): Promise<number> {
     note,
     readStdin: () => readFileSync(0, 'utf8'),
   };
-  return handler(rest, ctx);
+  return (await load())(rest, ctx);
 }

@@ -33,7 +33,6 @@ import {
   formatStateDirLine,
   newNonce,
   publishAtomic,
-  pyStrip,
   renderFallback,
   responseSiblingPath,
   stateDirName,
@@ -51,14 +50,11 @@ import {
   type WorkerEnd,
 } from './decide.js';
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
-import { parsePositiveSeconds } from './pyparse.js';
+import { MESSAGE_PREFIX, type PreflightSettings, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
 
-/** Every message starts with the original's name: coordinators grep these texts. */
-export const MESSAGE_PREFIX = 'dispatch-task-agy: ';
 /** Temp files of atomic publication carry this tag. */
 const PUBLISH_TAG = 'dispatch-task-agy';
-const PREFLIGHT_DEFAULT_TIMEOUT_SECONDS = 60;
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 /** How long captured pipes may stay open after the worker group is gone. */
 const PIPE_DRAIN_MS = 2000;
@@ -69,6 +65,12 @@ export interface DispatchIo {
   stderr: (text: string) => void;
   help: () => string;
   version: () => string;
+  /**
+   * The bin sets this: once the outcome is final, every later catchable signal is ignored until
+   * the process exits, so the exit code a caller reads is the outcome, never 128+n. A library
+   * caller leaves it unset and gets its signal handling back when `dispatch` returns.
+   */
+  holdSignalsUntilExit?: boolean;
 }
 
 /** Internal failure that must end the dispatch with one message (never a stack trace). */
@@ -88,7 +90,27 @@ interface Unit {
   scratchDir: string;
 }
 
-type Phase = 'validating' | 'prelaunch' | 'running' | 'finishing';
+type Phase = 'validating' | 'prelaunch' | 'running' | 'finishing' | 'done';
+
+/**
+ * Signals whose default action ends the process and that Node lets a listener catch, besides
+ * the forwarded ones; after the outcome is final they are ignored too. SIGUSR1 belongs to the
+ * inspector guard, and faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) keep their defaults.
+ */
+const LATE_IGNORED_SIGNALS: readonly NodeJS.Signals[] = [
+  'SIGQUIT',
+  'SIGUSR2',
+  'SIGALRM',
+  'SIGVTALRM',
+  'SIGPROF',
+  'SIGXCPU',
+  'SIGXFSZ',
+  'SIGPOLL',
+  'SIGPWR',
+  'SIGSTKFLT',
+  'SIGTRAP',
+  'SIGSYS',
+];
 
 /** The dispatcher's mutable run state, shared with the signal handlers. */
 class Dispatch {
@@ -138,6 +160,40 @@ class Dispatch {
     this.handlers.clear();
   }
 
+  /**
+   * The outcome is being decided or published: from now on every catchable signal whose default
+   * action ends the process is ignored (the forwarded ones already are in this phase), so that
+   * the exit code is the outcome. Only for the bin (see DispatchIo.holdSignalsUntilExit).
+   */
+  holdSignals(): void {
+    if (this.io.holdSignalsUntilExit !== true) return;
+    for (const signal of LATE_IGNORED_SIGNALS) {
+      if (this.handlers.has(signal)) continue;
+      const handler = (): void => undefined;
+      this.handlers.set(signal, handler);
+      try {
+        process.on(signal, handler);
+      } catch {
+        // A signal this platform does not have.
+      }
+    }
+  }
+
+  /**
+   * The dispatch has returned its exit code. Before STATE-DIR nothing exists, so signals get
+   * their default action back. After it the outcome is on disk and final: the handlers stay
+   * (removing one would restore the default action for the moments before exit) and ignore
+   * whatever arrives, so the process exits with its outcome.
+   */
+  settle(): void {
+    if (this.unit === null || this.io.holdSignalsUntilExit !== true) {
+      this.removeSignalHandlers();
+      return;
+    }
+    this.phase = 'done';
+    this.holdSignals();
+  }
+
   /** Stop the worker group: the signal first, SIGKILL after the grace. */
   stopWorker(signal: NodeJS.Signals): void {
     const pid = this.worker?.pid;
@@ -179,6 +235,9 @@ class Dispatch {
         // The worker group is gone and its outcome decided; publication is short and must not
         // be torn, so the signal is ignored.
         break;
+      case 'done':
+        // The outcome is published and the exit code set: nothing may change it now.
+        break;
     }
   }
 
@@ -204,6 +263,7 @@ class Dispatch {
 
   /** An early exit after STATE-DIR: record the reason, publish the FALLBACK, say why. */
   failEarly(reason: string, code: number): number {
+    this.holdSignals();
     try {
       this.writeState(STATE_FILES.tailStderr, `${reason}\n`);
     } catch {
@@ -237,7 +297,7 @@ export async function dispatch(argv: readonly string[], io: DispatchIo): Promise
     return code;
   } finally {
     if (run.killTimer !== null) clearTimeout(run.killTimer);
-    run.removeSignalHandlers();
+    run.settle();
   }
 }
 
@@ -335,13 +395,15 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
 /** §8.1: `--version`, `models`, resolution. Returns the final model or throws a Stop. */
 async function preflight(run: Dispatch, config: DispatchConfig, routed: string): Promise<string> {
   const env = run.io.env;
-  const mode = pyStrip(env.ANTIGRAVITY_PREFLIGHT ?? 'auto').toLowerCase();
-  if (mode !== 'auto' && mode !== 'force' && mode !== 'off') {
-    throw new Stop(`ANTIGRAVITY_PREFLIGHT must be auto, force, or off (got: ${mode})`, 2);
+  let settings: PreflightSettings;
+  try {
+    settings = parsePreflightSettings(env);
+  } catch (error) {
+    if (error instanceof UsageError) throw new Stop(error.message, error.exitCode);
+    throw error;
   }
-  if (mode === 'off') return routed;
-  const timeoutSeconds = parsePositiveSeconds(env.ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS ?? String(PREFLIGHT_DEFAULT_TIMEOUT_SECONDS));
-  if (timeoutSeconds === null) throw new Stop('ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS must be a positive integer', 2);
+  if (settings.timeoutSeconds === null) return routed;
+  const timeoutSeconds = settings.timeoutSeconds;
 
   const parts: string[] = [];
   const writeTail = (): void => run.writeState(STATE_FILES.preflightTail, parts.join('\n'));
@@ -408,6 +470,7 @@ async function launchAndPublish(run: Dispatch, model: string): Promise<number> {
 
   const { end } = await runWorker(run, exe!, args, scrubbed.env, scratchDir, stdinPayload(relay));
   run.phase = 'finishing';
+  run.holdSignals();
   return publish(run, end);
 }
 

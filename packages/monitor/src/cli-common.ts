@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { STATE_DIR_LINE_PREFIX, parseOperandLine } from '@prun/unit-state';
+import { BoundedLineSplitter, MAX_OPERAND_LINE_BYTES, classifyOperandLine, printable } from './operands.js';
+import { MAX_ENTRY_BYTES } from '@prun/unit-state';
 import type { WatchLoop } from './loop.js';
+import type { UnusableStateFile } from './observe.js';
 import { UsageError } from './settings.js';
 
 export interface ParsedArgs {
@@ -29,7 +30,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     if (arg === '--json') parsed.json = true;
     else if (arg === '--help' || arg === '-h') parsed.help = true;
     else if (arg === '--version') parsed.version = true;
-    else if (arg.startsWith('-') && arg !== '-') throw new UsageError(`unknown option ${arg}`);
+    else if (arg.startsWith('-') && arg !== '-') throw new UsageError(`unknown option ${printable(arg)}`);
     else break;
   }
   parsed.operands = argv.slice(index);
@@ -47,39 +48,70 @@ export function packageVersion(): string {
   return typeof version === 'string' ? version : '0.0.0';
 }
 
-const AGENT_VARIABLES = ['AI_AGENT', 'CLAUDECODE', 'CLAUDE_CODE_ENTRYPOINT', 'GEMINI_CLI', 'CURSOR_AGENT', 'OPENCODE'];
+// Agent-caller and colour detection live in @prun/kit/cli; re-exported for monitor's users.
+export { colourWanted, isAgentCaller, liveViewWanted } from '@prun/kit/cli';
 
-/** Whether an AI agent runs us (it reads our output; a live view would only be noise). */
-export function isAgentCaller(env: NodeJS.ProcessEnv): boolean {
-  return Object.entries(env).some(
-    ([name, value]) => !!value && (AGENT_VARIABLES.includes(name) || name.startsWith('CODEX_')),
-  );
+/** The stderr line for a state file the monitor cannot use (it goes on as if it were absent). */
+export function unusableFileText(file: UnusableStateFile): string {
+  const why =
+    file.problem === 'NotARegularFile'
+      ? 'is not a regular file (a FIFO, a device or a directory)'
+      : file.problem === 'EntryTooLarge'
+        ? `is larger than ${MAX_ENTRY_BYTES} bytes`
+        : `cannot be read (${file.problem})`;
+  return `${printable(file.path)} ${why}; ignored`;
 }
 
-/** A live view on stderr only for a person at a terminal. */
-export function liveViewWanted(env: NodeJS.ProcessEnv, stderrIsTty: boolean): boolean {
-  return stderrIsTty && !isAgentCaller(env);
+/** What the stdin reader reports besides operands: skipped lines, for one stderr line each. */
+export type StdinNotice =
+  | { kind: 'overlong'; line: number }
+  | { kind: 'refused'; line: number; reason: string; text: string };
+
+/** The stderr line for a skipped stdin line (without the bin prefix). */
+export function stdinNoticeText(notice: StdinNotice): string {
+  if (notice.kind === 'overlong') {
+    return `stdin line ${notice.line} is longer than ${MAX_OPERAND_LINE_BYTES} bytes; skipped`;
+  }
+  const shown = notice.text.length > 80 ? `${notice.text.slice(0, 80)}...` : notice.text;
+  return `stdin line ${notice.line} skipped: ${notice.reason}: ${printable(shown)}`;
 }
 
-export function colourWanted(env: NodeJS.ProcessEnv): boolean {
-  return !env.NO_COLOR && !isAgentCaller(env);
-}
-
-/** Operands from stdin: one per line, `STATE-DIR <path>` or a plain path; blank lines skipped. */
+/**
+ * Operands from stdin, one per line: `STATE-DIR <path>` or a plain path; blank lines skipped.
+ * Lines are split in one pass with a bounded buffer; a line too long to be a path, or one that
+ * is neither a path nor a `STATE-DIR` line, is passed to `onNotice` and skipped.
+ */
 export function readStdinOperands(
   input: NodeJS.ReadableStream,
   onOperand: (operand: string, fromStateDirLine: boolean) => void,
   onEnd: () => void,
+  onNotice: (notice: StdinNotice) => void,
 ): () => void {
-  const lines = createInterface({ input, crlfDelay: Infinity });
-  lines.on('line', (line) => {
-    const operand = parseOperandLine(line);
-    if (operand !== null) onOperand(operand, line.startsWith(STATE_DIR_LINE_PREFIX));
+  const splitter = new BoundedLineSplitter({
+    line: (bytes, line) => {
+      const parsed = classifyOperandLine(bytes);
+      if (parsed.kind === 'operand') onOperand(parsed.path, parsed.fromStateDirLine);
+      else if (parsed.kind === 'refused') onNotice({ kind: 'refused', line, reason: parsed.reason, text: bytes.toString('utf8') });
+    },
+    overlong: (line) => onNotice({ kind: 'overlong', line }),
   });
-  lines.on('close', onEnd);
+  const onData = (chunk: Buffer | string): void => splitter.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  const onClose = (): void => {
+    input.removeListener('data', onData);
+    input.removeListener('end', onClose);
+    input.removeListener('error', onClose);
+    splitter.end();
+    onEnd();
+  };
+  input.on('data', onData);
+  input.on('end', onClose);
+  // A stdin that fails (EIO from a vanished terminal) ends the operand list like EOF.
+  input.on('error', onClose);
   return () => {
-    lines.removeAllListeners('close');
-    lines.close();
+    input.removeListener('data', onData);
+    input.removeListener('end', onClose);
+    input.removeListener('error', onClose);
+    input.on('error', () => {});
     if ('destroy' in input && typeof input.destroy === 'function') input.destroy();
   };
 }
@@ -97,7 +129,7 @@ export class LiveView {
 
   render(rows: ReadonlyArray<{ name: string; status: string }>): void {
     let text = this.#shown > 0 ? `\x1b[${this.#shown}F\x1b[J` : '';
-    for (const row of rows) text += `${row.name} ${this.paint(row.status)}\n`;
+    for (const row of rows) text += `${printable(row.name)} ${this.paint(row.status)}\n`;
     this.stream.write(text);
     this.#shown = rows.length;
   }
@@ -189,6 +221,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
             run.stop(2);
             usageFailure(`no ${cli.operandName} on stdin`, false);
           },
+          (notice) => process.stderr.write(`${cli.bin}: ${stdinNoticeText(notice)}\n`),
         ),
       );
     } else {

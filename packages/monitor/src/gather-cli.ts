@@ -1,5 +1,6 @@
-import { runWatchCli, writeLine } from './cli-common.js';
+import { runWatchCli, unusableFileText, writeLine } from './cli-common.js';
 import { GatherRun, type GatherRecord } from './gather.js';
+import { printable } from './operands.js';
 import { GATHER_ENV, readSettings } from './settings.js';
 
 const HELP = `Usage: prun-gather [--json] RESULT_FILE...
@@ -32,7 +33,8 @@ function format(record: GatherRecord, json: boolean): string {
     return JSON.stringify(record);
   }
   if (record.event === 'start') return `GATHER-START count=${record.count} timeout=${record.timeoutS}s`;
-  if (record.event === 'done') return `DONE ${record.path}`;
+  // A path with a newline must not print as two lines (a forged `DONE` or `TIMEOUT`).
+  if (record.event === 'done') return `DONE ${printable(record.path)}`;
   return `TIMEOUT remaining=${record.remaining}`;
 }
 
@@ -48,7 +50,12 @@ export async function main(argv: string[]): Promise<void> {
     },
     settings: () => readSettings(process.env, GATHER_ENV),
     create: (args, settings) =>
-      new GatherRun({ settings, cwd: process.cwd(), emit: (record) => writeLine(format(record, args.json)) }),
+      new GatherRun({
+        settings,
+        cwd: process.cwd(),
+        emit: (record) => writeLine(format(record, args.json)),
+        onUnusable: (file) => process.stderr.write(`prun-gather: ${unusableFileText(file)}\n`),
+      }),
     add: (run, operand, fromStateDirLine) => (fromStateDirLine ? run.addStateDir(operand) : run.addFile(operand)),
   });
 }

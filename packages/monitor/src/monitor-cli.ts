@@ -1,6 +1,7 @@
 import { formatStatus } from './classify.js';
-import { LiveView, colourWanted, liveViewWanted, runWatchCli, writeLine } from './cli-common.js';
+import { LiveView, colourWanted, liveViewWanted, runWatchCli, unusableFileText, writeLine } from './cli-common.js';
 import { MonitorRun, type MonitorRecord } from './monitor.js';
+import { printable } from './operands.js';
 import { MONITOR_ENV, readSettings } from './settings.js';
 
 const HELP = `Usage: prun-monitor [--json] STATE_DIR...
@@ -33,7 +34,7 @@ function textLines(record: MonitorRecord): string[] {
   if (record.event === 'start') {
     return [`MONITOR-START units=${record.units} stall-threshold=${record.stallThresholdS}s timeout=${record.timeoutS}s`];
   }
-  return [`MONITOR-EVENT ${record.event}`, ...record.units.map((u) => `UNIT ${u.name} ${formatStatus(u.status)}`)];
+  return [`MONITOR-EVENT ${record.event}`, ...record.units.map((u) => `UNIT ${printable(u.name)} ${formatStatus(u.status)}`)];
 }
 
 function jsonLine(record: MonitorRecord): string {
@@ -79,6 +80,7 @@ export async function main(argv: string[]): Promise<void> {
           view?.clear();
           for (const line of args.json ? [jsonLine(record)] : textLines(record)) writeLine(line);
         },
+        onUnusable: (file) => process.stderr.write(`prun-monitor: ${unusableFileText(file)}\n`),
         ...(view ? { onPass: (units) => view.render(units.map((u) => ({ name: u.name, status: formatStatus(u.status) }))) } : {}),
       }),
     add: (run, operand) => run.addUnit(operand),

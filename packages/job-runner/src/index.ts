@@ -58,6 +58,5 @@ export {
 } from './jobs.js';
 export { formatListTable, formatStatus, renderResult, statusDocument, type ResultDocument, type StatusDocument } from './render.js';
 export { runnerPattern } from './commands/kill.js';
-export { closeDebuggerDoor } from './signals.js';
 export { formatAge, formatG, parseUtc, shellQuote, utcNow } from './text.js';
 export { parseTimeScale, timingsFor, type Timings } from './timing.js';

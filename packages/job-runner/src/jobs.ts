@@ -6,7 +6,8 @@ import { NAME_RE } from './args.js';
 import { CommandError, usageError } from './errors.js';
 import { jobFile, jobsDir, logicalCwd, stateRoot } from './paths.js';
 import { jobStates, readJobRecord, type JobStatus } from './state.js';
-import { formatAge, parseUtc, pyRepr, readText } from './text.js';
+import { pyRepr } from '@prun/kit/py';
+import { formatAge, parseUtc, readText } from './text.js';
 import { DEFAULT_MAX_DEPTH, RECENT_S } from './timing.js';
 
 export function validateName(name: string): void {

@@ -1,15 +1,15 @@
 // The detached runner of one run: it owns pi's stdin and stdout for the whole run, holds the
 // job's lock for its whole life (inherited as fd 3, released only when this process ends), serves
 // the control socket, records progress, and records the run's end with exit_code last.
+import { STOP_SIGNALS } from '@prun/kit/cli';
+import { which } from '@prun/kit/fs';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants as fsConstants, openSync, closeSync, statSync } from 'node:fs';
+import { openSync, closeSync } from 'node:fs';
 import net from 'node:net';
 import { constants as osConstants } from 'node:os';
-import { delimiter, join } from 'node:path';
 import { ControlServer } from './control/server.js';
 import { pyDumps, type ControlReply } from './control/protocol.js';
 import { NOT_RUNNING } from './errors.js';
-import { STOP_SIGNALS } from './signals.js';
 import { LineSplitter, MAX_RECORD_BYTES } from './lines.js';
 import { jobFile, piBin } from './paths.js';
 import { RunTracker, settledStatus, type RpcEffects, type RpcRecord, type Usage } from './rpc.js';
@@ -44,19 +44,10 @@ export function piArgv(jobDir: string, job: JobRecord, bin: string): string[] {
   return argv;
 }
 
-/** Why spawning `bin` would fail, checked up front because the shell in between hides it. */
-export function unstartable(bin: string, env: NodeJS.ProcessEnv): string | undefined {
-  const executable = (path: string): boolean => {
-    try {
-      accessSync(path, fsConstants.X_OK);
-      return statSync(path).isFile();
-    } catch {
-      return false;
-    }
-  };
-  if (bin.includes('/')) return executable(bin) ? undefined : `no executable file at ${bin}`;
-  const dirs = (env['PATH'] ?? '').split(delimiter).filter(Boolean);
-  return dirs.some((dir) => executable(join(dir, bin))) ? undefined : `${bin} was not found on PATH`;
+/** Why spawning `bin` from `cwd` would fail, said up front in the run's output. */
+export function unstartable(bin: string, env: NodeJS.ProcessEnv, cwd: string): string | undefined {
+  if (which(bin, { env, cwd }) !== null) return undefined;
+  return bin.includes('/') ? `no executable file at ${bin}` : `${bin} was not found on PATH`;
 }
 
 /** Wait for pi's exit, at most `seconds`; the timer goes with it, so nothing keeps the runner alive. */
@@ -331,7 +322,7 @@ export class Runner {
     const stderrFd = openSync(jobFile(this.jobDir, 'stderr.txt'), 'w');
     const devNull = openSync('/dev/null', 'r');
     try {
-      const problem = unstartable(bin, this.env);
+      const problem = unstartable(bin, this.env, this.job.cwd ?? process.cwd());
       if (problem) return this.conclude('failed', `could not start ${bin}: ${problem}`);
       this.startPi(stderrFd, devNull);
     } finally {

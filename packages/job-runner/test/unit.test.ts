@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -255,7 +256,8 @@ describe('the runner', () => {
 describe('state files written by the original', () => {
   it("reads Python's Infinity, -Infinity and NaN (json.dumps writes them) but leaves strings alone", () => {
     const text = '{"timeout": Infinity, "low": -Infinity, "odd": NaN, "note": "Infinity, NaN", "esc": "a\\" NaN"}';
-    expect(parsePythonJson(text)).toEqual({ timeout: Infinity, low: -Infinity, odd: null, note: 'Infinity, NaN', esc: 'a" NaN' });
+    // NaN stays NaN, as in Python (a timeout of NaN sets no deadline in either program).
+    expect(parsePythonJson(text)).toEqual({ timeout: Infinity, low: -Infinity, odd: Number.NaN, note: 'Infinity, NaN', esc: 'a" NaN' });
     expect(parsePythonJson('{"a": 1}')).toEqual({ a: 1 });
     expect(parsePythonJson('{ not json')).toBeUndefined();
   });
@@ -343,5 +345,29 @@ describe('job.json and the job listing as data', () => {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
+  });
+});
+
+const python3 = spawnSync('python3', ['--version']).status === 0;
+
+describe('the invalid-name message', () => {
+  it.skipIf(!python3)("quotes the name as python3's repr() does, NEL, NBSP and ZWSP escaped (skipped without python3)", () => {
+    const names = ['a\u0085b', 'a\u00a0b', 'a\u200bb', 'a\u007fb', "it's", 'say "hi"', `both'"`, 'tab\there', 'é-ü', '-x', ''];
+    const reprs = JSON.parse(
+      spawnSync('python3', ['-c', 'import json, sys; print(json.dumps([repr(n) for n in json.load(sys.stdin)]))'], {
+        input: JSON.stringify(names),
+        encoding: 'utf8',
+      }).stdout,
+    ) as string[];
+    expect(reprs.slice(0, 3)).toEqual(["'a\\x85b'", "'a\\xa0b'", "'a\\u200bb'"]);
+    names.forEach((name, i) => {
+      let message = '';
+      try {
+        validateName(name);
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message.startsWith(`invalid job name: ${reprs[i]} (`)).toBe(true);
+    });
   });
 });

@@ -4,7 +4,8 @@ import { parseArgs, readMessage, runTimeout } from '../args.js';
 import { CommandError, usageError } from '../errors.js';
 import { checkDepth, defaultName, isDir, validateName } from '../jobs.js';
 import { takeJobLock } from '../lock.js';
-import { checkSocketPath, expandUser, jobFile, jobsDir, logicalCwd, sessionsDir } from '../paths.js';
+import { expandUser } from '@prun/kit/py';
+import { checkSocketPath, jobFile, jobsDir, logicalCwd, sessionsDir } from '../paths.js';
 import { appendPrompt, DEFAULT_PROFILE, loadProfiles, pickProfile, profileArgs, resolveModel, resolveThinking } from '../profiles.js';
 import type { JobRecord } from '../state.js';
 import { utcNow, writeAtomic } from '../text.js';
@@ -59,7 +60,7 @@ export async function cmdRun(argv: string[], ctx: Context): Promise<number> {
   let cwd = project;
   const cwdOption = args.values.get('--cwd');
   if (cwdOption !== undefined) {
-    cwd = resolve(project, expandUser(cwdOption));
+    cwd = resolve(project, expandUser(cwdOption, ctx.env));
     if (!isDir(cwd)) throw usageError(`--cwd is not a directory: ${cwdOption}`);
   }
   const prompt = readMessage(args, 'prompt', ctx.readStdin);

@@ -97,10 +97,10 @@ function write(text: string, { resultBlock = false } = {}): void {
 }
 
 /**
- * Run one prun-job command line; returns the exit code and sets process.exitCode. Called by the
+ * Run one prun-job command line and set process.exitCode (never process.exit). Called by the
  * bin through the kit's runBin, and in-process by `prun job`.
  */
-export async function main(argv: string[]): Promise<number> {
+export async function main(argv: string[]): Promise<void> {
   // Runners, waits and foreground runs live long beside agents that can signal them.
   closeDebuggerDoor();
   // Failed writes are reported to write()'s callback; this keeps them from being thrown.
@@ -123,7 +123,6 @@ export async function main(argv: string[]): Promise<number> {
     }
   }
   process.exitCode = code;
-  return code;
 }
 
 async function dispatch(argv: string[]): Promise<number> {

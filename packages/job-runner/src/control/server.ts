@@ -3,9 +3,9 @@
 // As in multi_agent.py, the command that starts a run binds the socket and hands the listening
 // descriptor to the runner, so `run --background` returns without waiting for the runner's
 // start-up and an immediate `steer` waits in the socket's backlog instead of failing.
-import { renameSync, mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync } from 'node:fs';
 import net from 'node:net';
-import { dirname } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { CommandError, NOT_RUNNING } from '../errors.js';
 import { checkSocketPath, socketPath } from '../paths.js';
@@ -34,8 +34,11 @@ export async function bindForRunner(jobDir: string): Promise<HandedSocket> {
   const path = socketPath(jobDir);
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   removeFile(path);
-  // The temporary name is as long as the final one, so it fits sun_path too.
-  const temporary = `${path.slice(0, -'.sock'.length)}.${randomBytes(2).toString('hex')}`;
+  // The temporary name is as long as the final one, so it fits sun_path too. Another one of this
+  // job can only be a killed command's leftover: a live one would hold the lock we hold.
+  const stem = path.slice(0, -'.sock'.length);
+  removeStaleTemporaries(stem);
+  const temporary = `${stem}.${randomBytes(2).toString('hex')}`;
   const server = net.createServer();
   let failure: Error | undefined;
   server.on('error', (error) => {
@@ -58,6 +61,19 @@ export async function bindForRunner(jobDir: string): Promise<HandedSocket> {
     throw new CommandError(`could not create the control socket ${path}: ${(error as Error).message}`);
   }
   return { fd, path, release: () => server.close() };
+}
+
+function removeStaleTemporaries(stem: string): void {
+  const prefix = `${basename(stem)}.`;
+  let entries: string[] = [];
+  try {
+    entries = readdirSync(dirname(stem));
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    if (entry.startsWith(prefix) && /^[0-9a-f]{4}$/.test(entry.slice(prefix.length))) removeFile(join(dirname(stem), entry));
+  }
 }
 
 /** What the runner does with one request; `answer` may be called later (a steer waits for pi). */

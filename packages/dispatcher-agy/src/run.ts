@@ -502,12 +502,6 @@ async function runWorker(run: Dispatch, command: string[], env: Record<string, s
   }
   run.worker = worker;
   run.phase = 'running';
-  try {
-    run.writeState(STATE_FILES.workerPid, `${worker.pid}\n`);
-  } catch (error) {
-    worker.signal('SIGKILL');
-    throw error;
-  }
   const start = await worker.started;
   if (start.kind !== 'started') {
     worker.discardOutput();
@@ -515,6 +509,12 @@ async function runWorker(run: Dispatch, command: string[], env: Record<string, s
     if (start.kind === 'busy') return { end: { kind: 'busy', dir: cwd } };
     // As in the original, a launch failure leaves no `tail`.
     throw new Stop(`failed to launch Antigravity CLI: ${start.why}`, 70);
+  }
+  try {
+    run.writeState(STATE_FILES.workerPid, `${worker.workerPid}\n`);
+  } catch (error) {
+    worker.signal('SIGKILL');
+    throw error;
   }
 
   // The captures are opened (truncated) once agy runs; no output is lost, since the pipes hold

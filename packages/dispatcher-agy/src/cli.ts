@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { closeDebuggerDoor } from '@prun/kit/cli';
 import { HELP } from './help.js';
 import { dispatch } from './run.js';
 import { MESSAGE_PREFIX } from './settings.js';
@@ -8,16 +9,9 @@ function packageVersion(): string {
   return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
 }
 
-/**
- * Node 20 answers SIGUSR1 by opening an inspector on 127.0.0.1:9229 that any local process can
- * attach to and run code in this process, which holds the unscrubbed environment. A listener of
- * our own replaces Node's handler. (@prun/kit/cli's closeDebuggerDoor once kit is on main.)
- */
-function closeDebuggerDoor(): void {
-  process.on('SIGUSR1', () => undefined);
-}
-
 export async function main(argv: string[]): Promise<void> {
+  // SIGUSR1 would open an inspector on 127.0.0.1:9229 in the process that holds the
+  // unscrubbed environment.
   closeDebuggerDoor();
   // Last line of defence: whatever escapes the dispatcher's own handling is one line, not a trace.
   process.on('uncaughtException', (error) => {

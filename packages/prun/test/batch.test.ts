@@ -164,19 +164,23 @@ describe('prun batch', () => {
   it('stops with 75 on a quota refusal under --no-quota-wait, and --resume finishes after the reset', async () => {
     box = sandbox();
     const quota = join(box.root, 'quota.json');
-    const resetAt = new Date(Date.now() + 2500);
-    geminiExhaustedUntil(quota, resetAt);
+    // Exhausted with no reset time ("resets later"): the retry is due after --quota-wait.
+    writeFileSync(quota, JSON.stringify({ cached_at: Date.now() / 1000, usage: { groups: [{ name: 'Gemini Models', buckets: [{ id: 'gemini-5h', window: '5h', remaining_fraction: 0 }] }] } }));
     const env: NodeJS.ProcessEnv = { ...box.env, AGY_QUOTA_CACHE: quota };
     delete env.PRUN_AGY_QUOTA_GATE;
     const plan = writePlan(box.root, [{ id: 'q1', prompt: 'UNIT-ID:q1 default model' }]);
     const dir = join(box.root, 'batch');
-    const stopped = await prun(['batch', plan, '--dir', dir, '--no-quota-wait'], { env, cwd: box.root });
+    const stopped = await prun(['batch', plan, '--dir', dir, '--no-quota-wait', '--quota-wait', '1'], { env, cwd: box.root });
     expect(stopped.exitCode).toBe(75);
     expect(String(stopped.stderr)).toContain('--no-quota-wait');
     expect(latestStatus(dir)).toEqual({ q1: 'deferred' });
     expect(workerCalls(box.logDir)).toHaveLength(0);
 
-    await waitFor(() => Date.now() > resetAt.getTime() + 100, 'the quota reset', 10_000);
+    // The quota comes back, and the deferral's time passes.
+    geminiExhaustedUntil(quota, new Date(Date.now() - 1000));
+    writeFileSync(quota, readFileSync(quota, 'utf8').replace('"remaining_fraction":0', '"remaining_fraction":0.5'));
+    const retryAt = Date.parse(ledger(dir).at(-1)!.retry_at!);
+    await waitFor(() => Date.now() > retryAt, 'the retry time', 10_000);
     const resumed = await prun(['batch', '--resume', dir], { env, cwd: box.root });
     expect(resumed.exitCode).toBe(0);
     expect(latestStatus(dir)).toEqual({ q1: 'done' });

@@ -6,6 +6,7 @@
 import { fileURLToPath } from 'node:url';
 import { isValidUnitId, pyStrip } from '@prun/unit-state';
 import type { Mode } from './args.js';
+import type { IsolationSetting } from './isolation.js';
 import { parseNonNegativeSeconds, parsePositiveSeconds } from './pyparse.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 2700;
@@ -41,6 +42,8 @@ export interface LaunchSettings {
   sandbox: boolean;
   killGraceSeconds: number;
   signalGraceSeconds: number;
+  /** `PRUN_ISOLATE`: auto (unset), off, or pid (isolation required). */
+  isolate: IsolationSetting;
 }
 
 const SANDBOX_ON = new Set(['1', 'true', 'yes', 'on']);
@@ -52,6 +55,14 @@ export function parseSandbox(raw: string | undefined): boolean {
   if (SANDBOX_ON.has(value)) return true;
   if (SANDBOX_OFF.has(value)) return false;
   throw new UsageError(`PRUN_AGY_SANDBOX must be 1/true/yes/on or 0/false/no/off (got: ${value})`);
+}
+
+/** `PRUN_ISOLATE`: unset, empty or `auto` isolates where the platform allows; `off`; `pid` requires it. */
+export function parseIsolateSetting(raw: string | undefined): IsolationSetting {
+  const value = pyStrip(raw ?? '').toLowerCase();
+  if (value === '' || value === 'auto') return 'auto';
+  if (value === 'off' || value === 'pid') return value;
+  throw new UsageError(`PRUN_ISOLATE must be off, pid or auto (got: ${value})`);
 }
 
 function graceSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -76,7 +87,8 @@ export function parseLaunchSettings(env: NodeJS.ProcessEnv, defaultModel: string
   const sandbox = parseSandbox(env.PRUN_AGY_SANDBOX);
   const killGraceSeconds = graceSetting(env, 'PRUN_AGY_KILL_GRACE_SECONDS', DEFAULT_KILL_GRACE_SECONDS);
   const signalGraceSeconds = graceSetting(env, 'PRUN_AGY_SIGNAL_GRACE_SECONDS', DEFAULT_SIGNAL_GRACE_SECONDS);
-  return { model, namedModel, effort, timeoutSeconds, sandbox, killGraceSeconds, signalGraceSeconds };
+  const isolate = parseIsolateSetting(env.PRUN_ISOLATE);
+  return { model, namedModel, effort, timeoutSeconds, sandbox, killGraceSeconds, signalGraceSeconds, isolate };
 }
 
 export interface PreflightSettings {

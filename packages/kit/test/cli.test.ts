@@ -85,6 +85,19 @@ describe('runBin', () => {
   });
 });
 
+describe('commandMain', () => {
+  const hosted = fileURLToPath(new URL('./fixtures/hosted.mjs', import.meta.url));
+  const host = (arg: string) => {
+    const result = spawnSync(process.execPath, [hosted, arg], { encoding: 'utf8', env: { ...process.env, PRUN_DEBUG: '' } });
+    return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+  };
+  test('never throws: its host runs on, with the exit code and the message under the command name', () => {
+    expect(host('ok')).toEqual({ code: 3, stdout: 'after 3\n', stderr: '' });
+    expect(host('user-error')).toEqual({ code: 4, stdout: 'after 4\n', stderr: 'prun-hosted: bad thing\n' });
+    expect(host('crash')).toEqual({ code: 70, stdout: 'after 70\n', stderr: 'prun-hosted: internal error: boom\n' });
+  });
+});
+
 describe('errors and signals', () => {
   test('CliError defaults to a usage error and formats without a hint', () => {
     const error = new CliError('bad value');

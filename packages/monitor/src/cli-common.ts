@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { ArgvError, parseArgv, renderHelp, type BinSpec } from '@prun/kit/spec';
 import { BoundedLineSplitter, MAX_OPERAND_LINE_BYTES, classifyOperandLine, printable } from './operands.js';
 import { MAX_ENTRY_BYTES } from '@prun/unit-state';
 import type { WatchLoop } from './loop.js';
 import type { UnusableStateFile } from './observe.js';
 import { UsageError } from './settings.js';
+import { MONITOR_SPEC } from './spec.js';
 
 export interface ParsedArgs {
   json: boolean;
@@ -15,25 +17,21 @@ export interface ParsedArgs {
 }
 
 /**
- * Options come before the operands; `--` ends them. Everything after the first operand is an
- * operand, so a state directory named like an option can still be given after `--`.
+ * Options come before the operands (the declaration says `optionsFirst`); `--` ends them.
+ * Everything after the first operand is an operand, so a state directory named like an option
+ * can still be given after `--`.
  */
-export function parseArgs(argv: readonly string[]): ParsedArgs {
-  const parsed: ParsedArgs = { json: false, help: false, version: false, stdin: false, operands: [] };
-  let index = 0;
-  for (; index < argv.length; index += 1) {
-    const arg = argv[index]!;
-    if (arg === '--') {
-      index += 1;
-      break;
-    }
-    if (arg === '--json') parsed.json = true;
-    else if (arg === '--help' || arg === '-h') parsed.help = true;
-    else if (arg === '--version') parsed.version = true;
-    else if (arg.startsWith('-') && arg !== '-') throw new UsageError(`unknown option ${printable(arg)}`);
-    else break;
+export function parseArgs(argv: readonly string[], spec: BinSpec = MONITOR_SPEC): ParsedArgs {
+  let result;
+  try {
+    result = parseArgv(spec, argv);
+  } catch (error) {
+    throw error instanceof ArgvError ? new UsageError(printable(error.message)) : error;
   }
-  parsed.operands = argv.slice(index);
+  const parsed: ParsedArgs = { json: false, help: result.kind === 'help', version: result.kind === 'version', stdin: false, operands: [] };
+  if (result.kind !== 'run') return parsed;
+  parsed.json = result.options['json'] === true;
+  parsed.operands = result.positionals;
   if (parsed.operands.includes('-')) {
     if (parsed.operands.length !== 1) throw new UsageError('`-` (operands from stdin) must be the only operand');
     parsed.stdin = true;
@@ -159,8 +157,7 @@ export function guardStdout(): void {
 
 /** What a watch bin (monitor or gather) plugs into `runWatchCli`. */
 export interface WatchCli<Settings, Run extends WatchLoop> {
-  bin: string;
-  help: string;
+  spec: BinSpec;
   /** Print a usage failure (exit 2 is set by the caller). `showUsage` adds the usage line. */
   usageFailure: (json: boolean, message: string, showUsage: boolean) => void;
   /** What is missing when no operand was given, e.g. `<state-dir>`. */
@@ -189,9 +186,9 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
     process.exitCode = 2;
   };
   try {
-    const args = parseArgs(argv);
+    const args = parseArgs(argv, cli.spec);
     if (args.help) {
-      process.stdout.write(cli.help);
+      process.stdout.write(renderHelp(cli.spec));
       return;
     }
     if (args.version) {
@@ -221,7 +218,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
             run.stop(2);
             usageFailure(`no ${cli.operandName} on stdin`, false);
           },
-          (notice) => process.stderr.write(`${cli.bin}: ${stdinNoticeText(notice)}\n`),
+          (notice) => process.stderr.write(`${cli.spec.name}: ${stdinNoticeText(notice)}\n`),
         ),
       );
     } else {
@@ -236,7 +233,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
       usageFailure(error.message, false);
       return;
     }
-    process.stderr.write(`${cli.bin}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`${cli.spec.name}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = 70;
   }
 }

@@ -169,6 +169,42 @@ function guardStreams(state: { brokenPipe: boolean }): void {
 }
 
 /**
+ * The one top-level catch: a CliError prints its lines and sets its exit code; a broken pipe is
+ * left to the EPIPE policy (returns true); anything else is `<bin>: internal error: <line>` and
+ * exit 70. Returns whether the failure was a broken pipe.
+ */
+export function reportFailure(bin: string, error: unknown, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (error instanceof CliError) {
+    process.stderr.write(formatCliError(bin, error));
+    process.exitCode = error.exitCode;
+    return false;
+  }
+  if (isBrokenPipe(error)) return true;
+  process.stderr.write(formatInternalError(bin, error, env));
+  process.exitCode = EXIT_INTERNAL;
+  return false;
+}
+
+/**
+ * A command's `main(argv)` that never throws: `run`'s returned number becomes
+ * `process.exitCode`, and a failure goes through `reportFailure` under the bin's own name. A bin
+ * module exports this, so it behaves the same under its own shim and hosted by `prun <command>`.
+ */
+export function commandMain(
+  bin: string,
+  run: (argv: string[]) => Promise<number | void> | number | void,
+): (argv: string[]) => Promise<void> {
+  return async (argv) => {
+    try {
+      const code = await run(argv);
+      if (typeof code === 'number') process.exitCode = code;
+    } catch (error) {
+      reportFailure(bin, error);
+    }
+  };
+}
+
+/**
  * The whole life of a bin: close the debugger door, guard the streams, answer `--version`
  * without loading the command, run `main`, and catch once at the top. A CliError prints its
  * lines and sets its exit code; anything else is `<bin>: internal error: <line>` and exit 70.
@@ -191,15 +227,7 @@ export async function runBin(options: RunBinOptions): Promise<void> {
     const code = await command.main(argv);
     if (typeof code === 'number') process.exitCode = code;
   } catch (error) {
-    if (error instanceof CliError) {
-      process.stderr.write(formatCliError(options.name, error));
-      process.exitCode = error.exitCode;
-    } else if (isBrokenPipe(error)) {
-      state.brokenPipe = true;
-    } else {
-      process.stderr.write(formatInternalError(options.name, error, env));
-      process.exitCode = EXIT_INTERNAL;
-    }
+    if (reportFailure(options.name, error, env)) state.brokenPipe = true;
   }
   if (state.brokenPipe && options.brokenPipeExitCode !== undefined) process.exitCode = options.brokenPipeExitCode;
 }

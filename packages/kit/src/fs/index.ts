@@ -53,6 +53,20 @@ export class DestinationExistsError extends Error {
 }
 
 /**
+ * Give the already written file `source` the name `path` by hard link, so an existing `path` is
+ * never replaced (two racing publishers: exactly one wins). `source` stays; the caller removes
+ * it. Throws DestinationExistsError when `path` exists, other errors as they come.
+ */
+export function linkNoReplace(source: string, path: string): void {
+  try {
+    linkSync(source, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new DestinationExistsError(path);
+    throw error;
+  }
+}
+
+/**
  * Temp files are `.<name>.<tag>-<pid>-<nonce>.tmp` beside their destination: hidden, and
  * recognisable as ours with the writer's pid, so `removeStaleTemps` can tell a dead writer's
  * leftover from a live writer's file in progress.
@@ -108,16 +122,8 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
     } finally {
       closeSync(fd);
     }
-    if (options.replace ?? true) {
-      renameSync(temp, path);
-    } else {
-      try {
-        linkSync(temp, path);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new DestinationExistsError(path);
-        throw error;
-      }
-    }
+    if (options.replace ?? true) renameSync(temp, path);
+    else linkNoReplace(temp, path);
     if (durable) fsyncDirectory(dir);
   } finally {
     rmSync(temp, { force: true });

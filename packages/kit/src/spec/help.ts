@@ -25,15 +25,19 @@ function table(rows: ReadonlyArray<readonly [string, string]>, cap = 28): string
   const width = Math.min(cap, Math.max(0, ...rows.map(([left]) => left.length)));
   return rows.map(([left, right]) => {
     const indent = 2 + width + 2;
+    right = plainText(right);
     if (right === '') return `  ${left}`;
     if (left.length > width) return `  ${left}\n${' '.repeat(indent)}${wrap(right, indent, WIDTH - indent)}`;
     return `  ${left.padEnd(width)}  ${wrap(right, indent, WIDTH - indent)}`;
   });
 }
 
-export function optionLabel(option: OptionSpec): string {
+/** `-n, --count N`; a choice shows its words, argparse-style as `{a,b}`. */
+export function optionLabel(option: OptionSpec, argparse = false): string {
   const names = option.short ? `${option.short}, ${option.long}` : option.long;
-  const value = option.value ? ` ${option.value.kind === 'choice' && option.value.choices ? option.value.choices.join('|') : option.value.name}` : '';
+  const choices = option.value?.kind === 'choice' ? option.value.choices : undefined;
+  const shown = choices ? (argparse ? `{${choices.join(',')}}` : choices.join('|')) : option.value?.name;
+  const value = option.value ? ` ${shown}` : '';
   return `${names}${value}`;
 }
 
@@ -83,7 +87,8 @@ export function renderHelp(spec: BinSpec, path: readonly string[] = []): string 
 
   const rows: Array<readonly [string, string]> = (command.options ?? [])
     .filter((option) => !option.hidden)
-    .map((option) => [optionLabel(option), option.default !== undefined ? `${option.help} (default: ${option.default})` : option.help]);
+    
+    .map((option) => [optionLabel(option, argparse), option.default !== undefined ? `${option.help} (default: ${option.default})` : option.help]);
   rows.push(['-h, --help', 'show this help']);
   if (spec.version !== false) rows.push(['--version', 'print the version']);
   sections.push([heading('Options'), ...table(rows)].join('\n'));

@@ -1,17 +1,18 @@
+import { CliError } from '../cli/index.js';
 import type { BinSpec, CommandSpec, OptionSpec, PositionalSpec, ValueSpec } from './types.js';
 
 /**
- * A command-line mistake: one line for the user, the bin's usage exit code (2 unless the bin
- * declares another), and the command it happened in so the bin can point at that help.
+ * A command-line mistake: kit's one error type, with the bin's usage exit code (2 unless the
+ * bin declares another) and the command it happened in, so the bin can point at that help.
  */
-export class ArgvError extends Error {
+export class ArgvError extends CliError {
   constructor(
     message: string,
-    readonly exitCode: number,
+    exitCode: number,
     /** The command words after the bin name, e.g. `['job', 'run']`. */
     readonly path: readonly string[],
   ) {
-    super(message);
+    super(message, { exitCode });
     this.name = 'ArgvError';
   }
 }
@@ -61,7 +62,8 @@ const SECONDS = /^\+?(\d+\.?\d*|\.\d+)$/;
 /** The cheap checks every kind gets; a declared schema runs after them. Returns the value or an error text. */
 function convert(value: string, spec: ValueSpec): { ok: true; value: unknown } | { ok: false; reason: string } {
   if (spec.kind === 'int') {
-    if (!INTEGER.test(value.trim()) || !Number.isSafeInteger(Number(value))) return { ok: false, reason: 'must be an integer' };
+    if (!INTEGER.test(value.trim())) return { ok: false, reason: 'must be an integer' };
+    if (!Number.isSafeInteger(Number(value))) return { ok: false, reason: 'is too large' };
   } else if (spec.kind === 'seconds') {
     if (!SECONDS.test(value.trim())) return { ok: false, reason: 'must be a non-negative number of seconds' };
   } else if (spec.kind === 'choice') {

@@ -11,8 +11,10 @@
 //  - `files` names only what runs (dist, bin, data the code reads) and covers every bin and
 //    export;
 //  - the package declares exactly the modules its built code imports (needs `pnpm build`);
-//  - every third-party dependency is in the local registry's mirror (tools/registry/mirror).
-// `--write` stamps the metadata and rewrites `workspace:` ranges; the rest it reports.
+//  - every third-party dependency is in the local registry's mirror (tools/registry/mirror);
+//  - every changeset names workspace packages.
+// `--write` stamps the metadata, rewrites `workspace:` ranges and renames the meta package's
+// old name in changesets; the rest it reports.
 // Exit 0 when all is well, 1 with one line per problem otherwise.
 import { builtinModules } from 'node:module';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -26,19 +28,20 @@ const NEVER_SHIPPED = /(^|\/)(src|test|tests|coverage)(\/|$)|tsconfig|vitest\.co
 const builtins = new Set(builtinModules);
 
 /** Bare module names imported by the JavaScript files under `dir` (type-only imports are gone after tsc). */
-export function importedPackages(dir) {
+export function importedPackages(dir, { types = false } = {}) {
   const found = new Set();
   const walk = (path) => {
     if (!existsSync(path)) return;
     for (const entry of readdirSync(path, { withFileTypes: true })) {
       const full = join(path, entry.name);
       if (entry.isDirectory()) walk(full);
-      else if (/\.(m?js|cjs)$/u.test(entry.name)) {
+      else if ((types ? /\.d\.(m|c)?ts$/u : /\.(m?js|cjs)$/u).test(entry.name)) {
         const text = readFileSync(full, 'utf8');
         // Statement-level imports and re-exports as tsc emits them, bare side-effect imports,
         // and dynamic import() with a literal specifier.
         const specifiers = [
           /^\s*(?:import|export)\s[^;'"]*?\bfrom\s*(['"])([^'"\n]+)\1/gmu,
+          /\bimport\(\s*(['"])([^'"\n]+)\1\s*\)\.\w/gu,
           /^\s*import\s*(['"])([^'"\n]+)\1/gmu,
           /\bimport\(\s*(['"])([^'"\n]+)\1\s*\)/gu,
         ].flatMap((pattern) => [...text.matchAll(pattern)]);
@@ -120,8 +123,10 @@ export function checkPackage(pkg, versions, mirror) {
     imported.delete(name);
     const declared = new Set([...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})]);
     for (const dep of imported) if (!declared.has(dep)) say(`imports ${dep} but does not declare it in dependencies`);
+    // A dependency only the published type declarations name is still needed by a TypeScript user.
+    const typed = importedPackages(join(pkg.dir, 'dist'), { types: true });
     for (const dep of Object.keys(manifest.dependencies ?? {})) {
-      if (!imported.has(dep)) say(`declares ${dep} but its built code never imports it (move it to devDependencies if only tests use it)`);
+      if (!imported.has(dep) && !typed.has(dep)) say(`declares ${dep} but its built code never imports it (move it to devDependencies if only tests use it)`);
     }
   } else {
     say('has no dist: run pnpm build before checking imports');
@@ -136,11 +141,36 @@ export function checkPackage(pkg, versions, mirror) {
   return { problems, manifest: withKeyOrder(manifest) };
 }
 
+// The meta package's name before it was published: a changeset that still says "prun" is renamed.
+const RENAMED = new Map([['prun', '@prun/cli']]);
+
+/** Changesets must name workspace packages, or `changeset version` refuses the whole release. */
+function checkChangesets(versions, write) {
+  const dir = join(root, '.changeset');
+  if (!existsSync(dir)) return [];
+  const problems = [];
+  for (const file of readdirSync(dir).filter((name) => name.endsWith('.md') && name !== 'README.md')) {
+    const path = join(dir, file);
+    let text = readFileSync(path, 'utf8');
+    const front = /^---\n([\s\S]*?)\n---/u.exec(text)?.[1] ?? '';
+    for (const [, name] of front.matchAll(/^\s*["']?([^"':\n]+)["']?\s*:/gmu)) {
+      if (versions.has(name)) continue;
+      if (write && RENAMED.has(name)) {
+        text = text.replace(new RegExp(`^(\\s*)["']?${name}["']?(\\s*:)`, 'mu'), `$1"${RENAMED.get(name)}"$2`);
+        writeFileSync(path, text);
+      } else {
+        problems.push(`.changeset/${file}: names ${name}, which is not a workspace package${RENAMED.has(name) ? ` (it is ${RENAMED.get(name)} now; --write fixes it)` : ''}`);
+      }
+    }
+  }
+  return problems;
+}
+
 export function checkWorkspace({ write = false } = {}) {
   const packages = workspacePackages();
   const versions = new Map(packages.map((pkg) => [pkg.manifest.name, pkg.manifest.version]));
   const mirror = mirroredVersions();
-  const problems = [];
+  const problems = checkChangesets(versions, write);
   for (const pkg of packages) {
     const result = checkPackage(pkg, versions, mirror);
     if (write && !sameJson(result.manifest, pkg.manifest)) {

@@ -158,6 +158,9 @@ export function failureReason(status: string | null, error: string | null): stri
   return reason;
 }
 
+/** Exit code when an earlier worker still holds the working directory: a temporary refusal (EX_TEMPFAIL, as quota's). */
+export const BUSY_EXIT = 75;
+
 /** How the worker's run ended, as the dispatcher saw it. */
 export type WorkerEnd =
   | { kind: 'exited'; code: number }
@@ -167,7 +170,9 @@ export type WorkerEnd =
   /** prun's own deadline ran out and the worker group was killed. */
   | { kind: 'deadline'; timeoutSeconds: number; graceSeconds: number }
   /** Writing the prompt to the worker's stdin failed (the worker's exit code is then ignored). */
-  | { kind: 'stdin-failed' };
+  | { kind: 'stdin-failed' }
+  /** An earlier worker's process tree still holds the working directory's lock: agy was not started. */
+  | { kind: 'busy'; dir: string };
 
 export interface OutcomeInput {
   end: WorkerEnd;
@@ -209,6 +214,12 @@ function endReason(end: WorkerEnd): { code: number; reason: string } {
       // The original turns a failed prompt write into exit 70 and then reports it like any
       // non-zero exit; the write error itself is in the stderr capture.
       return { code: 70, reason: 'Agy exited with code 70' };
+    case 'busy':
+      // A temporary refusal, like quota: run the unit again once the earlier worker is gone.
+      return {
+        code: BUSY_EXIT,
+        reason: `another worker is still running in ${end.dir} (its process tree holds the directory's lock); this one was not started`,
+      };
   }
 }
 

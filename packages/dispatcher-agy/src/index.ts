@@ -23,14 +23,45 @@ export {
   DEFAULT_EFFORT,
   DEFAULT_KILL_GRACE_SECONDS,
   DEFAULT_SIGNAL_GRACE_SECONDS,
+  PREFLIGHT_DEFAULT_TIMEOUT_SECONDS,
+  MESSAGE_PREFIX,
+  NO_BINARY_MESSAGE,
+  NO_BINARY_EXIT,
+  UNIT_ID_MESSAGE,
+  UNIT_ID_DASH_MESSAGE,
+  UNIT_ID_LENGTH_MESSAGE,
+  MAX_UNIT_ID_LENGTH,
+  UsageError,
+  type LaunchSettings,
+  type PreflightSettings,
+  type DispatcherArgvInput,
+  parseLaunchSettings,
+  parsePreflightSettings,
+  type SettingsCheckOptions,
+  checkDispatcherSettings,
+  unitIdProblem,
+  dispatcherArgv,
+  dispatcherCommand,
+  parseSandbox,
+} from './settings.js';
+export {
   type DispatchConfig,
   type ValidateDeps,
-  UsageError,
   validate,
   joinOntoCwd,
   resolveNonStrict,
   decodeUtf8,
   universalNewlines,
-  parseSandbox,
 } from './validate.js';
-export { MESSAGE_PREFIX, type DispatchIo, dispatch } from './run.js';
+import type { DispatchIo } from './run.js';
+export type { DispatchIo };
+
+/**
+ * Runs one dispatch and returns its exit code. The I/O half (quota, model resolution, the
+ * scrub, child processes) loads on first use, so importing this entry for its pure checks
+ * stays cheap.
+ */
+export async function dispatch(argv: readonly string[], io: DispatchIo): Promise<number> {
+  const run = await import('./run.js');
+  return run.dispatch(argv, io);
+}

@@ -2,8 +2,9 @@
  * The dispatch itself (§10.1): state directory, quota route, preflight, scrubbed launch, live
  * capture and publication. Everything that decides lives in decide.ts; this file does the I/O.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, realpathSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { formatWithheld, scrubEnv } from '@prun/env-scrub';
 import {
@@ -33,7 +34,6 @@ import {
   formatStateDirLine,
   newNonce,
   publishAtomic,
-  pyStrip,
   renderFallback,
   responseSiblingPath,
   stateDirName,
@@ -50,18 +50,15 @@ import {
   stdinPayload,
   type WorkerEnd,
 } from './decide.js';
+import { isolationRecord, planLaunch, type LaunchPlan } from './isolation.js';
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
-import { parsePositiveSeconds } from './pyparse.js';
+import { MESSAGE_PREFIX, type PreflightSettings, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
+import { WorkerProcess, type WorkerExit } from './worker.js';
 
-/** Every message starts with the original's name: coordinators grep these texts. */
-export const MESSAGE_PREFIX = 'dispatch-task-agy: ';
 /** Temp files of atomic publication carry this tag. */
 const PUBLISH_TAG = 'dispatch-task-agy';
-const PREFLIGHT_DEFAULT_TIMEOUT_SECONDS = 60;
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-/** How long captured pipes may stay open after the worker group is gone. */
-const PIPE_DRAIN_MS = 2000;
 
 export interface DispatchIo {
   env: NodeJS.ProcessEnv;
@@ -69,6 +66,12 @@ export interface DispatchIo {
   stderr: (text: string) => void;
   help: () => string;
   version: () => string;
+  /**
+   * The bin sets this: once the outcome is final, every later catchable signal is ignored until
+   * the process exits, so the exit code a caller reads is the outcome, never 128+n. A library
+   * caller leaves it unset and gets its signal handling back when `dispatch` returns.
+   */
+  holdSignalsUntilExit?: boolean;
 }
 
 /** Internal failure that must end the dispatch with one message (never a stack trace). */
@@ -88,17 +91,37 @@ interface Unit {
   scratchDir: string;
 }
 
-type Phase = 'validating' | 'prelaunch' | 'running' | 'finishing';
+type Phase = 'validating' | 'prelaunch' | 'running' | 'finishing' | 'done';
+
+/**
+ * Signals whose default action ends the process and that Node lets a listener catch, besides
+ * the forwarded ones; after the outcome is final they are ignored too. SIGUSR1 belongs to the
+ * inspector guard, and faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) keep their defaults.
+ */
+const LATE_IGNORED_SIGNALS: readonly NodeJS.Signals[] = [
+  'SIGQUIT',
+  'SIGUSR2',
+  'SIGALRM',
+  'SIGVTALRM',
+  'SIGPROF',
+  'SIGXCPU',
+  'SIGXFSZ',
+  'SIGPOLL',
+  'SIGPWR',
+  'SIGSTKFLT',
+  'SIGTRAP',
+  'SIGSYS',
+];
 
 /** The dispatcher's mutable run state, shared with the signal handlers. */
 class Dispatch {
   phase: Phase = 'validating';
   unit: Unit | null = null;
+  /** How the worker will be started, decided before STATE-DIR. */
+  plan: LaunchPlan | null = null;
   helper: ChildProcess | null = null;
-  worker: ChildProcess | null = null;
+  worker: WorkerProcess | null = null;
   interruptedBy: NodeJS.Signals | null = null;
-  /** The worker has exited; its outcome stands even while its pipes still drain. */
-  workerExited = false;
   deadlineHit = false;
   killTimer: NodeJS.Timeout | null = null;
   private readonly handlers = new Map<NodeJS.Signals, () => void>();
@@ -138,14 +161,48 @@ class Dispatch {
     this.handlers.clear();
   }
 
+  /**
+   * The outcome is being decided or published: from now on every catchable signal whose default
+   * action ends the process is ignored (the forwarded ones already are in this phase), so that
+   * the exit code is the outcome. Only for the bin (see DispatchIo.holdSignalsUntilExit).
+   */
+  holdSignals(): void {
+    if (this.io.holdSignalsUntilExit !== true) return;
+    for (const signal of LATE_IGNORED_SIGNALS) {
+      if (this.handlers.has(signal)) continue;
+      const handler = (): void => undefined;
+      this.handlers.set(signal, handler);
+      try {
+        process.on(signal, handler);
+      } catch {
+        // A signal this platform does not have.
+      }
+    }
+  }
+
+  /**
+   * The dispatch has returned its exit code. Before STATE-DIR nothing exists, so signals get
+   * their default action back. After it the outcome is on disk and final: the handlers stay
+   * (removing one would restore the default action for the moments before exit) and ignore
+   * whatever arrives, so the process exits with its outcome.
+   */
+  settle(): void {
+    if (this.unit === null || this.io.holdSignalsUntilExit !== true) {
+      this.removeSignalHandlers();
+      return;
+    }
+    this.phase = 'done';
+    this.holdSignals();
+  }
+
   /** Stop the worker group: the signal first, SIGKILL after the grace. */
   stopWorker(signal: NodeJS.Signals): void {
-    const pid = this.worker?.pid;
-    if (pid === undefined) return;
-    signalGroup(pid, signal);
+    const worker = this.worker;
+    if (worker === null) return;
+    worker.signal(signal);
     if (this.killTimer === null) {
       const graceMs = (this.unit?.config.signalGraceSeconds ?? 5) * 1000;
-      this.killTimer = timerAfter(graceMs, () => signalGroup(pid, 'SIGKILL'));
+      this.killTimer = timerAfter(graceMs, () => worker.signal('SIGKILL'));
     }
   }
 
@@ -165,11 +222,11 @@ class Dispatch {
         break;
       }
       case 'running':
-        if (this.workerExited) break;
+        // The worker has exited: its outcome stands even while its pipes still drain.
+        if (this.worker?.exited === true) break;
         if (this.interruptedBy !== null) {
           // A second signal: the user means it.
-          const pid = this.worker?.pid;
-          if (pid !== undefined) signalGroup(pid, 'SIGKILL');
+          this.worker?.signal('SIGKILL');
           return;
         }
         this.interruptedBy = signal;
@@ -178,6 +235,9 @@ class Dispatch {
       case 'finishing':
         // The worker group is gone and its outcome decided; publication is short and must not
         // be torn, so the signal is ignored.
+        break;
+      case 'done':
+        // The outcome is published and the exit code set: nothing may change it now.
         break;
     }
   }
@@ -204,6 +264,7 @@ class Dispatch {
 
   /** An early exit after STATE-DIR: record the reason, publish the FALLBACK, say why. */
   failEarly(reason: string, code: number): number {
+    this.holdSignals();
     try {
       this.writeState(STATE_FILES.tailStderr, `${reason}\n`);
     } catch {
@@ -237,7 +298,7 @@ export async function dispatch(argv: readonly string[], io: DispatchIo): Promise
     return code;
   } finally {
     if (run.killTimer !== null) clearTimeout(run.killTimer);
-    run.removeSignalHandlers();
+    run.settle();
   }
 }
 
@@ -269,7 +330,15 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
     throw error;
   }
 
-  const unit = createStateDir(config, env);
+  // Refuse before anything is created when isolation is required and this machine cannot give it.
+  const plan = planLaunch(config.isolate, process.platform, process.getuid?.() === 0);
+  if (config.isolate === 'pid' && plan.isolation.kind !== 'pid') {
+    run.say(`PRUN_ISOLATE=pid, but the worker cannot be isolated here: ${plan.isolation.reason}`);
+    return 2;
+  }
+  run.plan = plan;
+
+  const unit = createStateDir(config, env, plan);
   if (typeof unit === 'string') {
     run.say(`failed to prepare isolated working directory: ${unit}`);
     return 2;
@@ -283,7 +352,7 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
 }
 
 /** §6.1-§6.3 up to the STATE-DIR line; an error text when the directories cannot be made. */
-function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv): Unit | string {
+function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv, plan: LaunchPlan): Unit | string {
   const nonce = newNonce();
   const stateDir = join(systemTempDir(env, config.cwd), stateDirName({ cwd: config.cwd, unitId: config.unitId, pid: process.pid, nonce }));
   try {
@@ -296,6 +365,7 @@ function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv): Unit | 
     write(STATE_FILES.resultFile, `${config.resultPath}\n`);
     write(STATE_FILES.dispatchPid, `${process.pid}\n`);
     write(STATE_FILES.runtime, `${process.execPath}\n`);
+    write(STATE_FILES.isolation, isolationRecord(plan));
     return { config, stateDir, nonce, scratchDir };
   } catch (error) {
     return errorText(error);
@@ -335,13 +405,15 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
 /** §8.1: `--version`, `models`, resolution. Returns the final model or throws a Stop. */
 async function preflight(run: Dispatch, config: DispatchConfig, routed: string): Promise<string> {
   const env = run.io.env;
-  const mode = pyStrip(env.ANTIGRAVITY_PREFLIGHT ?? 'auto').toLowerCase();
-  if (mode !== 'auto' && mode !== 'force' && mode !== 'off') {
-    throw new Stop(`ANTIGRAVITY_PREFLIGHT must be auto, force, or off (got: ${mode})`, 2);
+  let settings: PreflightSettings;
+  try {
+    settings = parsePreflightSettings(env);
+  } catch (error) {
+    if (error instanceof UsageError) throw new Stop(error.message, error.exitCode);
+    throw error;
   }
-  if (mode === 'off') return routed;
-  const timeoutSeconds = parsePositiveSeconds(env.ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS ?? String(PREFLIGHT_DEFAULT_TIMEOUT_SECONDS));
-  if (timeoutSeconds === null) throw new Stop('ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS must be a positive integer', 2);
+  if (settings.timeoutSeconds === null) return routed;
+  const timeoutSeconds = settings.timeoutSeconds;
 
   const parts: string[] = [];
   const writeTail = (): void => run.writeState(STATE_FILES.preflightTail, parts.join('\n'));
@@ -406,131 +478,119 @@ async function launchAndPublish(run: Dispatch, model: string): Promise<number> {
   const withheld = formatWithheld(scrubbed.withheld);
   if (withheld !== null) run.writeState(STATE_FILES.envWithheld, withheld);
 
-  const { end } = await runWorker(run, exe!, args, scrubbed.env, scratchDir, stdinPayload(relay));
+  const { end } = await runWorker(run, [exe!, ...args], scrubbed.env, scratchDir, stdinPayload(relay));
   run.phase = 'finishing';
+  run.holdSignals();
   return publish(run, end);
 }
 
-function runWorker(
-  run: Dispatch,
-  exe: string,
-  args: string[],
-  env: Record<string, string>,
-  cwd: string,
-  payload: string,
-): Promise<WorkerRun> {
+/**
+ * Start the worker, copy its output live into the state directory, and wait for its end. The
+ * process handling itself (launch chain, pipes, group signals, exact exit) is WorkerProcess.
+ */
+async function runWorker(run: Dispatch, command: string[], env: Record<string, string>, cwd: string, payload: string): Promise<WorkerRun> {
   const config = run.unit!.config;
-  // As in the original, the captures are opened (truncated) once the worker runs, so a launch
-  // failure leaves no `tail`; no output is lost, since the pipes hold it until the first read.
-  let tailFd = -1;
-  let stderrFd = -1;
-  let capturesOpen = false;
-  const openCaptures = (): void => {
-    tailFd = openSync(run.statePath(STATE_FILES.tail), 'w');
-    stderrFd = openSync(run.statePath(STATE_FILES.tailStderr), 'w');
-    capturesOpen = true;
-  };
-  const closeCaptures = (): void => {
-    if (!capturesOpen) return;
-    capturesOpen = false;
-    closeSync(tailFd);
-    closeSync(stderrFd);
-  };
-  // A late event (a stdin error after the worker is gone) must not write to a closed fd.
-  const capture = (fd: number, data: Buffer | string): void => {
-    if (capturesOpen) writeSync(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
-  };
-  return new Promise((resolve, reject) => {
-    let child: ChildProcess;
-    try {
-      child = spawn(exe, args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
-    } catch (error) {
-      reject(new Stop(`failed to launch Antigravity CLI: ${errorText(error)}`, 70));
-      return;
-    }
-    child.once('error', (error) => {
-      if (child.pid !== undefined) return;
-      reject(new Stop(`failed to launch Antigravity CLI: ${errorText(error)}`, 70));
-    });
-    if (child.pid === undefined) return;
-    const pid = child.pid;
-    run.worker = child;
-    run.phase = 'running';
-    try {
-      run.writeState(STATE_FILES.workerPid, `${pid}\n`);
-      openCaptures();
-    } catch (error) {
-      // Without its captures the run cannot be reported: stop the worker before anything else.
-      signalGroup(pid, 'SIGKILL');
-      closeCaptures();
-      reject(error);
-      return;
-    }
+  let worker: WorkerProcess;
+  try {
+    worker = WorkerProcess.spawn({ plan: run.plan!, command, env, cwd, dispatcherPid: process.pid }, osConstants.signals);
+  } catch (error) {
+    throw new Stop(`failed to launch Antigravity CLI: ${errorText(error)}`, 70);
+  }
+  if (!worker.launched) {
+    const start = await worker.started;
+    throw new Stop(`failed to launch Antigravity CLI: ${start.kind === 'launch-failed' ? start.why : 'no process'}`, 70);
+  }
+  run.worker = worker;
+  run.phase = 'running';
+  try {
+    run.writeState(STATE_FILES.workerPid, `${worker.pid}\n`);
+  } catch (error) {
+    worker.signal('SIGKILL');
+    throw error;
+  }
+  const start = await worker.started;
+  if (start.kind !== 'started') {
+    worker.discardOutput();
+    await worker.finished();
+    if (start.kind === 'busy') return { end: { kind: 'busy', dir: cwd } };
+    // As in the original, a launch failure leaves no `tail`.
+    throw new Stop(`failed to launch Antigravity CLI: ${start.why}`, 70);
+  }
 
-    // Each chunk lands in the state dir as it arrives: monitors watch the tail grow.
-    let openStreams = 2;
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-    let stdinFailed = false;
-    let drainTimer: NodeJS.Timeout | null = null;
-    const finish = (): void => {
-      if (exit === null || openStreams > 0) return;
-      if (drainTimer !== null) clearTimeout(drainTimer);
-      if (deadline !== null) clearTimeout(deadline);
-      closeCaptures();
-      resolve({ end: workerEnd(run, exit, stdinFailed, config) });
-    };
-    const pump = (stream: NodeJS.ReadableStream | null, fd: number): void => {
-      if (stream === null) {
-        openStreams -= 1;
-        return;
-      }
-      stream.on('data', (chunk: Buffer) => capture(fd, chunk));
-      let counted = false;
-      const done = (): void => {
-        if (counted) return;
-        counted = true;
-        openStreams -= 1;
-        finish();
-      };
-      stream.on('end', done);
-      stream.on('close', done);
-      stream.on('error', done);
-    };
-    pump(child.stdout, tailFd);
-    pump(child.stderr, stderrFd);
-
-    const deadline = timerAfter((config.timeoutSeconds + config.killGraceSeconds) * 1000, () => {
-      run.deadlineHit = true;
-      run.stopWorker('SIGTERM');
-    });
-
-    child.on('exit', (code, signal) => {
-      exit = { code, signal };
-      run.workerExited = true;
-      // Nothing the worker started may outlive it (or the dispatcher).
-      signalGroup(pid, 'SIGKILL');
-      if (openStreams > 0) {
-        drainTimer = setTimeout(() => {
-          child.stdout?.destroy();
-          child.stderr?.destroy();
-        }, PIPE_DRAIN_MS);
-      }
-      finish();
-    });
-
-    const stdin = child.stdin!;
-    stdin.on('error', (error) => {
-      if (stdinFailed) return;
-      stdinFailed = true;
-      capture(stderrFd, `stdin failure: ${errorText(error)}\n`);
-    });
-    stdin.end(payload, 'utf8');
+  // The captures are opened (truncated) once agy runs; no output is lost, since the pipes hold
+  // it until the first read.
+  const captures = new Captures(run.statePath(STATE_FILES.tail), run.statePath(STATE_FILES.tailStderr));
+  try {
+    captures.open();
+  } catch (error) {
+    // Without its captures the run cannot be reported: stop the worker before anything else.
+    worker.signal('SIGKILL');
+    throw error;
+  }
+  let stdinFailed = false;
+  // Each chunk lands in the state dir as it arrives: monitors watch the tail grow.
+  worker.pipeOutput(
+    (chunk) => captures.stdout(chunk),
+    (chunk) => captures.stderr(chunk),
+  );
+  worker.sendInput(payload, (error) => {
+    stdinFailed = true;
+    captures.stderr(Buffer.from(`stdin failure: ${errorText(error)}\n`, 'utf8'));
   });
+  const deadline = timerAfter((config.timeoutSeconds + config.killGraceSeconds) * 1000, () => {
+    run.deadlineHit = true;
+    run.stopWorker('SIGTERM');
+  });
+  try {
+    const exit = await worker.finished();
+    return { end: workerEnd(run, exit, stdinFailed, config) };
+  } finally {
+    if (deadline !== null) clearTimeout(deadline);
+    captures.close();
+  }
+}
+
+/** The two capture files; a late event (a stdin error after the worker is gone) writes nothing. */
+class Captures {
+  private tailFd = -1;
+  private stderrFd = -1;
+  private isOpen = false;
+
+  constructor(
+    private readonly tailPath: string,
+    private readonly stderrPath: string,
+  ) {}
+
+  open(): void {
+    this.tailFd = openSync(this.tailPath, 'w');
+    try {
+      this.stderrFd = openSync(this.stderrPath, 'w');
+    } catch (error) {
+      closeSync(this.tailFd);
+      throw error;
+    }
+    this.isOpen = true;
+  }
+
+  stdout(chunk: Buffer): void {
+    if (this.isOpen) writeSync(this.tailFd, chunk);
+  }
+
+  stderr(chunk: Buffer): void {
+    if (this.isOpen) writeSync(this.stderrFd, chunk);
+  }
+
+  close(): void {
+    if (!this.isOpen) return;
+    this.isOpen = false;
+    closeSync(this.tailFd);
+    closeSync(this.stderrFd);
+  }
 }
 
 function workerEnd(
   run: Dispatch,
-  exit: { code: number | null; signal: NodeJS.Signals | null },
+  exit: WorkerExit,
   stdinFailed: boolean,
   config: DispatchConfig,
 ): WorkerEnd {

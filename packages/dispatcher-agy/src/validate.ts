@@ -2,16 +2,11 @@ import { existsSync, lstatSync, readFileSync, readlinkSync, statSync } from 'nod
 import { isAbsolute, join } from 'node:path';
 import { isValidUnitId, pyStrip } from '@prun/unit-state';
 import type { Mode, ParsedArgs } from './args.js';
-import { parseNonNegativeSeconds, parsePositiveSeconds } from './pyparse.js';
+import { type LaunchSettings, NO_BINARY_EXIT, NO_BINARY_MESSAGE, UNIT_ID_MESSAGE, UsageError, parseLaunchSettings } from './settings.js';
 
-export const DEFAULT_TIMEOUT_SECONDS = 2700;
-export const DEFAULT_EFFORT = 'high';
-/** prun's own deadline: the worker gets this much past its `--print-timeout`. */
-export const DEFAULT_KILL_GRACE_SECONDS = 60;
-/** After forwarding a signal, how long the worker group gets before SIGKILL. */
-export const DEFAULT_SIGNAL_GRACE_SECONDS = 5;
+export { UsageError };
 
-export interface DispatchConfig {
+export interface DispatchConfig extends LaunchSettings {
   cwd: string;
   unitId: string;
   promptPath: string;
@@ -21,28 +16,8 @@ export interface DispatchConfig {
   addDirs: string[];
   conversationId: string | null;
   exe: string;
-  /** The model before routing: the named model or the default template. */
-  model: string;
-  /** `ANTIGRAVITY_DISPATCH_MODEL` stripped, or '' when unset. */
-  namedModel: string;
-  /** The effort setting as validated; the one sent follows the final model (§8.5). */
-  effort: string;
-  timeoutSeconds: number;
-  sandbox: boolean;
-  killGraceSeconds: number;
-  signalGraceSeconds: number;
   /** `PRUN_SCRATCH_CWD` resolved, or null for `<state-dir>/work`. */
   scratchDir: string | null;
-}
-
-export class UsageError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number = 2,
-  ) {
-    super(message);
-    this.name = 'UsageError';
-  }
 }
 
 export interface ValidateDeps {
@@ -147,34 +122,13 @@ export function osErrorText(error: unknown): string {
   return message.replace(/\s+/g, ' ').trim();
 }
 
-const SANDBOX_ON = new Set(['1', 'true', 'yes', 'on']);
-const SANDBOX_OFF = new Set(['', '0', 'false', 'no', 'off']);
-
-/** The sandbox opt-in value; throws UsageError on anything else. */
-export function parseSandbox(raw: string | undefined): boolean {
-  const value = pyStrip(raw ?? '').toLowerCase();
-  if (SANDBOX_ON.has(value)) return true;
-  if (SANDBOX_OFF.has(value)) return false;
-  throw new UsageError(`PRUN_AGY_SANDBOX must be 1/true/yes/on or 0/false/no/off (got: ${value})`);
-}
-
-function graceSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || pyStrip(raw) === '') return fallback;
-  const value = parseNonNegativeSeconds(raw);
-  if (value === null) throw new UsageError(`${name} must be a non-negative number of seconds`);
-  return value;
-}
-
 /**
  * Steps 2-11 of §1.2 in their exact order; throws UsageError (exit 2, or 70 for a missing
  * binary) with the original's message. Touches the file system only to read.
  */
 export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
   const { env, cwd } = deps;
-  if (!isValidUnitId(args.unitId)) {
-    throw new UsageError('--unit-id must contain only letters, digits, dashes, or underscores');
-  }
+  if (!isValidUnitId(args.unitId)) throw new UsageError(UNIT_ID_MESSAGE);
   const promptPath = joinOntoCwd(cwd, args.promptFile);
   let promptIsFile = false;
   try {
@@ -244,19 +198,10 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
 
   const exe = deps.locateBinary(env, cwd);
   if (exe === null) {
-    throw new UsageError('no runnable Antigravity CLI found; install agy or set ANTIGRAVITY_BIN', 70);
+    throw new UsageError(NO_BINARY_MESSAGE, NO_BINARY_EXIT);
   }
 
-  const model = pyStrip(env.ANTIGRAVITY_DISPATCH_MODEL ?? deps.defaultModel);
-  const namedModel = pyStrip(env.ANTIGRAVITY_DISPATCH_MODEL ?? '');
-  const effort = pyStrip(env.ANTIGRAVITY_DISPATCH_EFFORT ?? DEFAULT_EFFORT);
-  if (model === '' || effort === '') throw new UsageError('model and effort overrides must be non-empty');
-
-  const timeoutSeconds = parsePositiveSeconds(env.ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS ?? String(DEFAULT_TIMEOUT_SECONDS));
-  if (timeoutSeconds === null) throw new UsageError('ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS must be a positive integer');
-  const sandbox = parseSandbox(env.PRUN_AGY_SANDBOX);
-  const killGraceSeconds = graceSetting(env, 'PRUN_AGY_KILL_GRACE_SECONDS', DEFAULT_KILL_GRACE_SECONDS);
-  const signalGraceSeconds = graceSetting(env, 'PRUN_AGY_SIGNAL_GRACE_SECONDS', DEFAULT_SIGNAL_GRACE_SECONDS);
+  const settings = parseLaunchSettings(env, deps.defaultModel);
 
   return {
     cwd,
@@ -268,13 +213,7 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
     addDirs,
     conversationId,
     exe,
-    model,
-    namedModel,
-    effort,
-    timeoutSeconds,
-    sandbox,
-    killGraceSeconds,
-    signalGraceSeconds,
+    ...settings,
     scratchDir: scratchRaw === '' ? null : resolveNonStrict(joinOntoCwd(cwd, scratchRaw)),
   };
 }

@@ -91,6 +91,10 @@ export class Root {
       FAKE_AGY_WORKER_TEXT: WORKER_RESULT_TEXT,
       PRUN_SCRATCH_CWD: this.work,
       AGY_QUOTA_CACHE: this.defaultQuota,
+      // The contract tests compare the pids the fake records with the host's process table; in
+      // a PID namespace the fake sees its own pids. isolation.test.ts covers the isolated
+      // worker, and upstream-isolated.test.ts runs the upstream contract tests isolated.
+      PRUN_ISOLATE: process.env.PRUN_DISPATCH_TEST_ISOLATE ?? 'off',
     };
   }
 

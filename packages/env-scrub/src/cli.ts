@@ -2,36 +2,11 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { z } from 'zod';
+import { ArgvError, parseArgv, renderHelp } from '@prun/kit/spec';
 import { KEEP_ENV_VAR, parseKeepList, scrubEnv } from './index.js';
+import { SPEC } from './spec.js';
 
-const BIN = 'prun-env-scrub';
-
-const HELP = `Usage:
-  ${BIN} [--keep NAME,...] -- COMMAND [ARG...]
-  ${BIN} --list [--json] [--keep NAME,...]
-
-Runs COMMAND with secret-shaped variables removed from its environment: every name
-containing KEY, TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, APIKEY or AUTH
-(case-insensitive), and every name starting AWS_. ANTIGRAVITY_* is always kept, and so
-are the names in ${KEEP_ENV_VAR} and --keep (comma-separated, case-insensitive).
---list prints the names that would be withheld, one per line; values are never printed.
-
-Options:
-  --keep NAMES   also let these names through (repeatable; adds to ${KEEP_ENV_VAR})
-  --list         print the withheld names instead of running a command
-  --json         with --list: print {"withheld": [...], "kept": N}
-  -h, --help     show this help
-  --version      print the version
-
-Exit codes:
-  0        --list, --help, --version
-  N        COMMAND's own exit code
-  128+n    COMMAND was killed by signal n
-  2        usage error
-  70       internal error
-  126      COMMAND could not be executed (permission denied)
-  127      COMMAND was not found
-`;
+const BIN = SPEC.name;
 
 class UsageError extends Error {}
 
@@ -39,32 +14,33 @@ const Options = z.object({
   keep: z.array(z.string()),
   list: z.boolean(),
   json: z.boolean(),
-  help: z.boolean(),
-  version: z.boolean(),
   command: z.array(z.string()).nullable(),
 });
 type Options = z.infer<typeof Options>;
 
-function parseArgs(argv: readonly string[]): Options {
-  const options: Options = { keep: [], list: false, json: false, help: false, version: false, command: null };
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i] as string;
-    if (arg === '--') {
-      options.command = argv.slice(i + 1);
-      break;
-    }
-    if (arg === '--keep' || arg.startsWith('--keep=')) {
-      const value = arg === '--keep' ? argv[(i += 1)] : arg.slice('--keep='.length);
-      if (value === undefined) throw new UsageError('--keep needs a value (comma-separated names)');
-      options.keep.push(value);
-    } else if (arg === '--list') options.list = true;
-    else if (arg === '--json') options.json = true;
-    else if (arg === '-h' || arg === '--help') options.help = true;
-    else if (arg === '--version') options.version = true;
-    else if (arg.startsWith('-')) throw new UsageError(`unknown option: ${arg}`);
-    else throw new UsageError(`unexpected argument '${arg}': put -- before the command`);
+type Parsed = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; options: Options };
+
+function parseArgs(argv: readonly string[]): Parsed {
+  let parsed;
+  try {
+    parsed = parseArgv(SPEC, argv);
+  } catch (error) {
+    if (!(error instanceof ArgvError)) throw error;
+    // A bare word before `--` is most likely the command: say how to pass it.
+    const stray = /^unexpected argument '(.*)'$/.exec(error.message);
+    throw new UsageError(stray ? `unexpected argument '${stray[1]}': put -- before the command` : error.message);
   }
-  return Options.parse(options);
+  if (parsed.kind !== 'run') return parsed;
+  const { options, rest } = parsed;
+  return {
+    kind: 'run',
+    options: Options.parse({
+      keep: options['keep'] ?? [],
+      list: options['list'] === true,
+      json: options['json'] === true,
+      command: rest,
+    }),
+  };
 }
 
 function packageVersion(): string {
@@ -111,15 +87,16 @@ function runCommand(command: readonly string[], env: Record<string, string>): Pr
 
 export async function main(argv: string[]): Promise<void> {
   try {
-    const options = parseArgs(argv);
-    if (options.help) {
-      process.stdout.write(HELP);
+    const parsed = parseArgs(argv);
+    if (parsed.kind === 'help') {
+      process.stdout.write(renderHelp(SPEC));
       return;
     }
-    if (options.version) {
+    if (parsed.kind === 'version') {
       process.stdout.write(packageVersion() + '\n');
       return;
     }
+    const { options } = parsed;
     if (options.json && !options.list) throw new UsageError('--json only applies to --list');
     if (options.list && options.command !== null) throw new UsageError('--list takes no command');
     if (!options.list && options.command === null) throw new UsageError('missing -- COMMAND (see --help)');

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { ArgvError, parseArgv, renderHelp } from '@prun/kit/spec';
 import { z } from 'zod';
 import {
   BIN_ENV_VAR,
@@ -11,32 +12,9 @@ import {
   newestInFamily,
   parseListing,
 } from './index.js';
+import { DEFAULT_TIMEOUT_SECONDS, SPEC, TIMEOUT_ENV_VAR } from './spec.js';
 
-const BIN = 'prun-model-resolve';
-const TIMEOUT_ENV_VAR = 'ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS';
-const DEFAULT_TIMEOUT_SECONDS = 60;
-
-const HELP = `Usage: ${BIN} TEMPLATE [--listing FILE|-] [--json]
-
-Prints the newest listed model of TEMPLATE's family, tier first (the template's tier, or
-high when it has none, then high, then untiered), then the highest version. The template
-is printed unchanged when it does not parse or nothing listed belongs to its family.
-
-The listing is the output of \`agy models\` (the first word of each non-blank line).
-Without --listing, ${BIN} runs \`$${BIN_ENV_VAR} models\` (default ${DEFAULT_BIN}) with a
-timeout of $${TIMEOUT_ENV_VAR} seconds (default ${DEFAULT_TIMEOUT_SECONDS}).
-
-Options:
-  --listing FILE   read the listing from FILE, or from stdin when FILE is -
-  --json           print {"template", "resolved", "pool", "effort"}
-  -h, --help       show this help
-  --version        print the version
-
-Exit codes:
-  0    resolved (the slug, or the JSON document, is on stdout)
-  2    usage error
-  70   the listing could not be obtained (agy missing, failing or timing out; FILE unreadable)
-`;
+const BIN = SPEC.name;
 
 class CliError extends Error {
   constructor(
@@ -60,34 +38,23 @@ type Options = z.infer<typeof Options>;
 type Parsed = { kind: 'help' } | { kind: 'version' } | { kind: 'resolve'; options: Options };
 
 function parseArgs(argv: readonly string[]): Parsed {
-  const positionals: string[] = [];
-  let listing: string | null = null;
-  let json = false;
-  let help = false;
-  let version = false;
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i] as string;
-    if (arg === '--') {
-      positionals.push(...argv.slice(i + 1));
-      break;
-    }
-    if (arg === '--listing' || arg.startsWith('--listing=')) {
-      const value = arg === '--listing' ? argv[(i += 1)] : arg.slice('--listing='.length);
-      if (value === undefined) throw usage('--listing needs a file name or -');
-      listing = value;
-    } else if (arg === '--json') json = true;
-    else if (arg === '-h' || arg === '--help') help = true;
-    else if (arg === '--version') version = true;
-    else if (arg.startsWith('-') && arg !== '-') throw usage(`unknown option: ${arg}`);
-    else positionals.push(arg);
+  let parsed;
+  try {
+    parsed = parseArgv(SPEC, argv);
+  } catch (error) {
+    throw error instanceof ArgvError ? usage(error.message) : error;
   }
-  if (help) return { kind: 'help' };
-  if (version) return { kind: 'version' };
+  if (parsed.kind !== 'run') return parsed;
+  const { positionals, options } = parsed;
   if (positionals.length === 0) throw usage('missing TEMPLATE (see --help)');
   if (positionals.length > 1) throw usage(`expected one TEMPLATE, got ${positionals.length}`);
-  const parsed = Options.safeParse({ template: positionals[0], listing, json });
-  if (!parsed.success) throw usage(parsed.error.issues[0]?.message ?? 'invalid arguments');
-  return { kind: 'resolve', options: parsed.data };
+  const checked = Options.safeParse({
+    template: positionals[0],
+    listing: options['listing'] ?? null,
+    json: options['json'] === true,
+  });
+  if (!checked.success) throw usage(checked.error.issues[0]?.message ?? 'invalid arguments');
+  return { kind: 'resolve', options: checked.data };
 }
 
 function packageVersion(): string {
@@ -148,7 +115,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     const parsed = parseArgs(argv);
     if (parsed.kind === 'help') {
-      process.stdout.write(HELP);
+      process.stdout.write(renderHelp(SPEC));
       return;
     }
     if (parsed.kind === 'version') {

@@ -1,8 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { STATE_DIR_LINE_PREFIX, parseOperandLine } from '@prun/unit-state';
+import { ArgvError, parseArgv, renderHelp, type BinSpec } from '@prun/kit/spec';
+import { BoundedLineSplitter, MAX_OPERAND_LINE_BYTES, classifyOperandLine, printable } from './operands.js';
+import { MAX_ENTRY_BYTES } from '@prun/unit-state';
 import type { WatchLoop } from './loop.js';
+import type { UnusableStateFile } from './observe.js';
 import { UsageError } from './settings.js';
+import { MONITOR_SPEC } from './spec.js';
 
 export interface ParsedArgs {
   json: boolean;
@@ -14,25 +17,21 @@ export interface ParsedArgs {
 }
 
 /**
- * Options come before the operands; `--` ends them. Everything after the first operand is an
- * operand, so a state directory named like an option can still be given after `--`.
+ * Options come before the operands (the declaration says `optionsFirst`); `--` ends them.
+ * Everything after the first operand is an operand, so a state directory named like an option
+ * can still be given after `--`.
  */
-export function parseArgs(argv: readonly string[]): ParsedArgs {
-  const parsed: ParsedArgs = { json: false, help: false, version: false, stdin: false, operands: [] };
-  let index = 0;
-  for (; index < argv.length; index += 1) {
-    const arg = argv[index]!;
-    if (arg === '--') {
-      index += 1;
-      break;
-    }
-    if (arg === '--json') parsed.json = true;
-    else if (arg === '--help' || arg === '-h') parsed.help = true;
-    else if (arg === '--version') parsed.version = true;
-    else if (arg.startsWith('-') && arg !== '-') throw new UsageError(`unknown option ${arg}`);
-    else break;
+export function parseArgs(argv: readonly string[], spec: BinSpec = MONITOR_SPEC): ParsedArgs {
+  let result;
+  try {
+    result = parseArgv(spec, argv);
+  } catch (error) {
+    throw error instanceof ArgvError ? new UsageError(printable(error.message)) : error;
   }
-  parsed.operands = argv.slice(index);
+  const parsed: ParsedArgs = { json: false, help: result.kind === 'help', version: result.kind === 'version', stdin: false, operands: [] };
+  if (result.kind !== 'run') return parsed;
+  parsed.json = result.options['json'] === true;
+  parsed.operands = result.positionals;
   if (parsed.operands.includes('-')) {
     if (parsed.operands.length !== 1) throw new UsageError('`-` (operands from stdin) must be the only operand');
     parsed.stdin = true;
@@ -47,39 +46,70 @@ export function packageVersion(): string {
   return typeof version === 'string' ? version : '0.0.0';
 }
 
-const AGENT_VARIABLES = ['AI_AGENT', 'CLAUDECODE', 'CLAUDE_CODE_ENTRYPOINT', 'GEMINI_CLI', 'CURSOR_AGENT', 'OPENCODE'];
+// Agent-caller and colour detection live in @prun/kit/cli; re-exported for monitor's users.
+export { colourWanted, isAgentCaller, liveViewWanted } from '@prun/kit/cli';
 
-/** Whether an AI agent runs us (it reads our output; a live view would only be noise). */
-export function isAgentCaller(env: NodeJS.ProcessEnv): boolean {
-  return Object.entries(env).some(
-    ([name, value]) => !!value && (AGENT_VARIABLES.includes(name) || name.startsWith('CODEX_')),
-  );
+/** The stderr line for a state file the monitor cannot use (it goes on as if it were absent). */
+export function unusableFileText(file: UnusableStateFile): string {
+  const why =
+    file.problem === 'NotARegularFile'
+      ? 'is not a regular file (a FIFO, a device or a directory)'
+      : file.problem === 'EntryTooLarge'
+        ? `is larger than ${MAX_ENTRY_BYTES} bytes`
+        : `cannot be read (${file.problem})`;
+  return `${printable(file.path)} ${why}; ignored`;
 }
 
-/** A live view on stderr only for a person at a terminal. */
-export function liveViewWanted(env: NodeJS.ProcessEnv, stderrIsTty: boolean): boolean {
-  return stderrIsTty && !isAgentCaller(env);
+/** What the stdin reader reports besides operands: skipped lines, for one stderr line each. */
+export type StdinNotice =
+  | { kind: 'overlong'; line: number }
+  | { kind: 'refused'; line: number; reason: string; text: string };
+
+/** The stderr line for a skipped stdin line (without the bin prefix). */
+export function stdinNoticeText(notice: StdinNotice): string {
+  if (notice.kind === 'overlong') {
+    return `stdin line ${notice.line} is longer than ${MAX_OPERAND_LINE_BYTES} bytes; skipped`;
+  }
+  const shown = notice.text.length > 80 ? `${notice.text.slice(0, 80)}...` : notice.text;
+  return `stdin line ${notice.line} skipped: ${notice.reason}: ${printable(shown)}`;
 }
 
-export function colourWanted(env: NodeJS.ProcessEnv): boolean {
-  return !env.NO_COLOR && !isAgentCaller(env);
-}
-
-/** Operands from stdin: one per line, `STATE-DIR <path>` or a plain path; blank lines skipped. */
+/**
+ * Operands from stdin, one per line: `STATE-DIR <path>` or a plain path; blank lines skipped.
+ * Lines are split in one pass with a bounded buffer; a line too long to be a path, or one that
+ * is neither a path nor a `STATE-DIR` line, is passed to `onNotice` and skipped.
+ */
 export function readStdinOperands(
   input: NodeJS.ReadableStream,
   onOperand: (operand: string, fromStateDirLine: boolean) => void,
   onEnd: () => void,
+  onNotice: (notice: StdinNotice) => void,
 ): () => void {
-  const lines = createInterface({ input, crlfDelay: Infinity });
-  lines.on('line', (line) => {
-    const operand = parseOperandLine(line);
-    if (operand !== null) onOperand(operand, line.startsWith(STATE_DIR_LINE_PREFIX));
+  const splitter = new BoundedLineSplitter({
+    line: (bytes, line) => {
+      const parsed = classifyOperandLine(bytes);
+      if (parsed.kind === 'operand') onOperand(parsed.path, parsed.fromStateDirLine);
+      else if (parsed.kind === 'refused') onNotice({ kind: 'refused', line, reason: parsed.reason, text: bytes.toString('utf8') });
+    },
+    overlong: (line) => onNotice({ kind: 'overlong', line }),
   });
-  lines.on('close', onEnd);
+  const onData = (chunk: Buffer | string): void => splitter.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  const onClose = (): void => {
+    input.removeListener('data', onData);
+    input.removeListener('end', onClose);
+    input.removeListener('error', onClose);
+    splitter.end();
+    onEnd();
+  };
+  input.on('data', onData);
+  input.on('end', onClose);
+  // A stdin that fails (EIO from a vanished terminal) ends the operand list like EOF.
+  input.on('error', onClose);
   return () => {
-    lines.removeAllListeners('close');
-    lines.close();
+    input.removeListener('data', onData);
+    input.removeListener('end', onClose);
+    input.removeListener('error', onClose);
+    input.on('error', () => {});
     if ('destroy' in input && typeof input.destroy === 'function') input.destroy();
   };
 }
@@ -97,7 +127,7 @@ export class LiveView {
 
   render(rows: ReadonlyArray<{ name: string; status: string }>): void {
     let text = this.#shown > 0 ? `\x1b[${this.#shown}F\x1b[J` : '';
-    for (const row of rows) text += `${row.name} ${this.paint(row.status)}\n`;
+    for (const row of rows) text += `${printable(row.name)} ${this.paint(row.status)}\n`;
     this.stream.write(text);
     this.#shown = rows.length;
   }
@@ -127,8 +157,7 @@ export function guardStdout(): void {
 
 /** What a watch bin (monitor or gather) plugs into `runWatchCli`. */
 export interface WatchCli<Settings, Run extends WatchLoop> {
-  bin: string;
-  help: string;
+  spec: BinSpec;
   /** Print a usage failure (exit 2 is set by the caller). `showUsage` adds the usage line. */
   usageFailure: (json: boolean, message: string, showUsage: boolean) => void;
   /** What is missing when no operand was given, e.g. `<state-dir>`. */
@@ -157,9 +186,9 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
     process.exitCode = 2;
   };
   try {
-    const args = parseArgs(argv);
+    const args = parseArgs(argv, cli.spec);
     if (args.help) {
-      process.stdout.write(cli.help);
+      process.stdout.write(renderHelp(cli.spec));
       return;
     }
     if (args.version) {
@@ -189,6 +218,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
             run.stop(2);
             usageFailure(`no ${cli.operandName} on stdin`, false);
           },
+          (notice) => process.stderr.write(`${cli.spec.name}: ${stdinNoticeText(notice)}\n`),
         ),
       );
     } else {
@@ -203,7 +233,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
       usageFailure(error.message, false);
       return;
     }
-    process.stderr.write(`${cli.bin}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`${cli.spec.name}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exitCode = 70;
   }
 }

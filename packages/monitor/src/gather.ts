@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { readResultPathEntry } from '@prun/unit-state';
-import { statRegularFile, type FileFacts } from './observe.js';
+import { STATE_FILES, readResultPathEntry } from '@prun/unit-state';
+import { reportUnusable, statRegularFile, type FileFacts, type UnusableStateFile } from './observe.js';
 import type { GatherSettings } from './settings.js';
 import { WatchLoop, type LoopOptions } from './loop.js';
 
@@ -41,6 +41,8 @@ export interface GatherOptions extends LoopOptions {
   settings: GatherSettings;
   cwd: string;
   emit: (record: GatherRecord) => void;
+  /** A STATE-DIR operand's `result-file` that is there but unusable (a FIFO, ...): told once. */
+  onUnusable?: (file: UnusableStateFile) => void;
 }
 
 interface Awaited {
@@ -72,9 +74,16 @@ export class GatherRun extends WatchLoop {
   /** A `STATE-DIR` operand: the result its `result-file` names (read again until it names one). */
   addStateDir(stateDir: string): void {
     const absDir = resolve(this.#options.cwd, stateDir);
+    let told = false;
+    const onUnusable = (file: UnusableStateFile): void => {
+      if (told) return;
+      told = true;
+      this.#options.onUnusable?.(file);
+    };
     this.#files.push({
       path: () => {
         const entry = readResultPathEntry(absDir);
+        if (entry === null) reportUnusable(join(absDir, STATE_FILES.resultFile), onUnusable);
         return entry === null ? null : donePath(entry, this.#options.cwd);
       },
       landed: false,

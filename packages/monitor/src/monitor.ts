@@ -9,7 +9,7 @@ import {
   type UnitMemory,
   type UnitStatus,
 } from './classify.js';
-import { NOISY_STATE_FILES, observeUnit, probeDispatch } from './observe.js';
+import { NOISY_STATE_FILES, observeUnit, probeDispatch, type UnusableStateFile } from './observe.js';
 import type { MonitorSettings } from './settings.js';
 import { WatchLoop, type LoopOptions } from './loop.js';
 
@@ -34,6 +34,11 @@ export interface MonitorOptions extends LoopOptions {
   emit: (record: MonitorRecord) => void;
   /** Called after every pass with the current statuses (a live view). */
   onPass?: (units: readonly UnitReport[]) => void;
+  /**
+   * A state file that is there but cannot be used (a FIFO, a device, over 64 KiB): told once
+   * per file and problem. The unit goes on as if the file were absent.
+   */
+  onUnusable?: (file: UnusableStateFile) => void;
 }
 
 interface WatchedUnit {
@@ -51,6 +56,13 @@ interface WatchedUnit {
 export class MonitorRun extends WatchLoop {
   readonly #options: MonitorOptions;
   readonly #units: WatchedUnit[] = [];
+  readonly #told = new Set<string>();
+  readonly #onUnusable = (file: UnusableStateFile): void => {
+    const key = `${file.problem}\0${file.path}`;
+    if (this.#told.has(key)) return;
+    this.#told.add(key);
+    this.#options.onUnusable?.(file);
+  };
 
   constructor(options: MonitorOptions) {
     super(options);
@@ -79,7 +91,7 @@ export class MonitorRun extends WatchLoop {
     let wakeAtMs = this.nextLookMs(nowMs, settings.pollS, settings.timeoutS);
     let newWatch = false;
     for (const unit of this.#units) {
-      const observation = observeUnit(unit.absDir, this.#options.cwd);
+      const observation = observeUnit(unit.absDir, this.#options.cwd, this.#onUnusable);
       // The state dir matters only until its result-file names the result: after that, its
       // tail writes would be the only events there, and growth is looked at on the deadline.
       if (observation.resultPath === null) this.waker.watchDir(unit.absDir, NOISY_STATE_FILES);
@@ -89,7 +101,7 @@ export class MonitorRun extends WatchLoop {
         // landing in between is not left to the poll.
         if (this.waker.watchFile(observation.resultPath)) newWatch = true;
       }
-      const outcome = classifyUnit(unit.memory, observation, () => probeDispatch(unit.absDir), settings, nowMs);
+      const outcome = classifyUnit(unit.memory, observation, () => probeDispatch(unit.absDir, this.#onUnusable), settings, nowMs);
       unit.memory = outcome.memory;
       unit.report = { ...unit.report, status: outcome.status, resultPath: observation.resultPath };
       if (outcome.wakeAtMs !== null) wakeAtMs = Math.min(wakeAtMs, outcome.wakeAtMs);

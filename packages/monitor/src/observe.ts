@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync, statSync, constants } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, statSync, constants } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
   STATE_FILES,
@@ -6,6 +6,7 @@ import {
   isProcessAlive,
   readDispatchPid,
   readResultPathEntry,
+  readSmallFile,
 } from '@prun/unit-state';
 import type { DispatchLiveness, UnitFacts } from './classify.js';
 
@@ -27,6 +28,14 @@ export function statRegularFile(path: string): FileFacts | null {
   }
 }
 
+// One buffer for every first-line read: a pass over many units allocates nothing per read.
+const firstLineBuffer = Buffer.allocUnsafe(FIRST_LINE_BYTES);
+
+/**
+ * The first line of a result, read without blocking: opened non-blocking and checked to be a
+ * regular file after the open (a FIFO swapped in after the stat is never waited on), at most
+ * FIRST_LINE_BYTES read. Empty when it cannot be read.
+ */
 function readFirstLine(path: string): string {
   let fd: number;
   try {
@@ -35,14 +44,40 @@ function readFirstLine(path: string): string {
     return '';
   }
   try {
-    const buffer = Buffer.alloc(FIRST_LINE_BYTES);
-    const n = readSync(fd, buffer, 0, buffer.length, 0);
-    return firstLine(buffer.subarray(0, n).toString('utf8'));
+    if (!fstatSync(fd).isFile()) return '';
+    const n = readSync(fd, firstLineBuffer, 0, firstLineBuffer.length, 0);
+    return firstLine(firstLineBuffer.toString('utf8', 0, n));
   } catch {
     return '';
   } finally {
     closeSync(fd);
   }
+}
+
+/** A state file that exists but cannot be used (a FIFO, a device, a directory, too large, unreadable). */
+export interface UnusableStateFile {
+  path: string;
+  problem: string;
+}
+
+/** Called for a state file that is there but unusable; the monitor tells the user once. */
+export type UnusableStateFileListener = (file: UnusableStateFile) => void;
+
+/**
+ * Why a state entry that read as nothing is unusable, or null when it is simply absent (or
+ * holds no usable value). Only asked after a read gave nothing, so a normal look costs no
+ * extra call.
+ */
+function whyUnusable(path: string): string | null {
+  const read = readSmallFile(path);
+  if (read.ok || read.problem === 'absent') return null;
+  return read.problem;
+}
+
+export function reportUnusable(path: string, onUnusable: UnusableStateFileListener | undefined): void {
+  if (onUnusable === undefined) return;
+  const problem = whyUnusable(path);
+  if (problem !== null) onUnusable({ path, problem });
 }
 
 export interface UnitObservation extends UnitFacts {
@@ -54,8 +89,9 @@ export interface UnitObservation extends UnitFacts {
  * Look at one state directory: the result its `result-file` names (resolved against `cwd`, as
  * the original did) and the tail. A directory or an empty file is not a present result.
  */
-export function observeUnit(stateDir: string, cwd: string): UnitObservation {
+export function observeUnit(stateDir: string, cwd: string, onUnusable?: UnusableStateFileListener): UnitObservation {
   const entry = readResultPathEntry(stateDir);
+  if (entry === null) reportUnusable(join(stateDir, STATE_FILES.resultFile), onUnusable);
   const resultPath = entry === null ? null : resolve(cwd, entry);
   const resultStat = resultPath === null ? null : statRegularFile(resultPath);
   const result =
@@ -66,9 +102,12 @@ export function observeUnit(stateDir: string, cwd: string): UnitObservation {
 }
 
 /** Liveness of the unit's dispatcher from `dispatch-pid` (only a plain positive decimal counts). */
-export function probeDispatch(stateDir: string): DispatchLiveness {
+export function probeDispatch(stateDir: string, onUnusable?: UnusableStateFileListener): DispatchLiveness {
   const pid = readDispatchPid(stateDir);
-  if (pid === null) return 'unknown';
+  if (pid === null) {
+    reportUnusable(join(stateDir, STATE_FILES.dispatchPid), onUnusable);
+    return 'unknown';
+  }
   return isProcessAlive(pid) ? 'alive' : 'dead';
 }
 

@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { STATE_FILES, fallbackHeader, formatStateDirLine, publishAtomic, renderFallback, resultHeader } from '@prun/unit-state';
-import { cleanEnv, monitorBin, repoRoot, start, tempDirs } from './helpers.js';
+import { cleanEnv, monitorBin, repoRoot, start, tempDirs, untilWatching } from './helpers.js';
 
 const { base } = tempDirs(afterAll);
 
@@ -103,8 +103,8 @@ describe('acceptance: fail wakes the monitor while a unit hangs', () => {
     const monitor = start(monitorBin, ['-'], cleanEnv(monitorSettings));
     // Dispatchers print their STATE-DIR lines and keep the pipe open while they run.
     for (const { stateDir } of units) monitor.child.stdin!.write(formatStateDirLine(stateDir));
-    // Give the monitor time to take its first look before the FALLBACK lands.
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // The FALLBACK lands after the monitor's first look: it then watches the results' directory.
+    await untilWatching(monitor.child.pid!, dir);
     publishAtomic(units[1]!.result, renderFallback({ unitId: 'bad', reason: 'Agy exited with code 3' }));
     const r = await monitor.result;
     const stableAt = statSync(units[1]!.result).mtimeMs + WINDOW_S * 1000;

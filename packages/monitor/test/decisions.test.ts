@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { FSWatcher } from 'node:fs';
-import { describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import {
   GATHER_ENV,
@@ -86,6 +86,29 @@ describe('classifyUnit', () => {
     expect(classifyUnit(memory, tail, () => 'dead', settings, T0).status).toEqual({ kind: 'failed-dispatch-dead' });
   });
 
+  it('quiet for exactly the threshold is stalled; one millisecond less is not (both sides of the boundary)', () => {
+    const tail = facts({ tail: { size: 4, mtimeMs: T0 - 20_000 } });
+    const quiet = (ms: number) => ({ lastSize: 4, lastMtimeMs: T0 - 20_000, lastGrowthMs: T0 - ms });
+    const probe = vi.fn((): 'alive' => 'alive');
+    expect(classifyUnit(quiet(10_000), tail, probe, settings, T0).status).toEqual({ kind: 'stalled', seconds: 10 });
+    expect(probe).toHaveBeenCalledTimes(1);
+    const young = classifyUnit(quiet(9_999), tail, never, settings, T0);
+    expect(young.status).toEqual({ kind: 'growing' });
+    // It wakes exactly when the threshold is reached, not a poll later.
+    expect(young.wakeAtMs).toBe(T0 + 1);
+    expect(classifyUnit(quiet(10_000), tail, () => 'dead', settings, T0).status).toEqual({ kind: 'failed-dispatch-dead' });
+    expect(classifyUnit(quiet(9_999), tail, never, settings, T0).status).toEqual({ kind: 'growing' });
+  });
+
+  it('threshold 0: a unit quiet for no time at all is stalled at its first quiet look', () => {
+    const zero = { stallThresholdS: 0, stableWindowS: 0 };
+    const memory = { lastSize: 4, lastMtimeMs: T0 - 20_000, lastGrowthMs: T0 };
+    expect(classifyUnit(memory, facts({ tail: { size: 4, mtimeMs: T0 - 20_000 } }), () => 'unknown', zero, T0).status).toEqual({
+      kind: 'stalled',
+      seconds: 0,
+    });
+  });
+
   it('growth is a larger size or a newer mtime; a shrunk tail with an old mtime is no growth', () => {
     const memory = { lastSize: 10, lastMtimeMs: T0 - 1000, lastGrowthMs: T0 - 1000 };
     expect(classifyUnit(memory, facts({ tail: { size: 10, mtimeMs: T0 - 500 } }), never, settings, T0).memory.lastGrowthMs).toBe(T0);
@@ -169,7 +192,7 @@ describe('small decisions', () => {
     expect(parseArgs(['--', '--json'])).toMatchObject({ json: false, operands: ['--json'] });
     expect(parseArgs(['-'])).toMatchObject({ stdin: true, operands: [] });
     expect(() => parseArgs(['a', '-'])).toThrow(UsageError);
-    expect(() => parseArgs(['--nope'])).toThrow(/unknown option --nope/);
+    expect(() => parseArgs(['--nope'])).toThrow(/unknown option: --nope/);
   });
 
   it('agent callers and non-TTYs get no live view', () => {
@@ -198,6 +221,10 @@ describe('small decisions', () => {
 });
 
 describe('Waker', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('falls back to its deadline timer when the system has no watches left (ENOSPC)', async () => {
     const wake = vi.fn();
     const noSpace = (): FSWatcher => {
@@ -233,29 +260,61 @@ describe('Waker', () => {
     waker.close();
   });
 
-  it('wakes on relevant names only and coalesces bursts', async () => {
-    const wake = vi.fn();
-    let listener: ((event: string, name: string | null) => void) | undefined;
-    const capture = (_dir: string, l: (event: string, name: string | null) => void): FSWatcher => {
-      listener = l;
-      return Object.assign(new EventEmitter(), { close: () => {} }) as unknown as FSWatcher;
-    };
-    const waker = new Waker(wake, { watch: capture, coalesceMs: 5 });
-    waker.watchFile('/d/result.md');
-    listener!('change', 'other.md');
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    expect(wake).not.toHaveBeenCalled();
-    listener!('rename', 'result.md');
-    listener!('change', 'result.md');
-    await vi.waitFor(() => expect(wake).toHaveBeenCalledTimes(1));
-    waker.watchDir('/d', new Set(['tail']));
-    listener!('change', 'tail');
-    listener!('change', 'result-file');
-    await vi.waitFor(() => expect(wake).toHaveBeenCalledTimes(2));
-    waker.close();
+  it('wakes on relevant names only and coalesces bursts (fake timers)', () => {
+    vi.useFakeTimers();
+    try {
+      const wake = vi.fn();
+      let listener: ((event: string, name: string | null) => void) | undefined;
+      const capture = (_dir: string, l: (event: string, name: string | null) => void): FSWatcher => {
+        listener = l;
+        return Object.assign(new EventEmitter(), { close: () => {} }) as unknown as FSWatcher;
+      };
+      const waker = new Waker(wake, { watch: capture, coalesceMs: 5 });
+      waker.watchFile('/d/result.md');
+      listener!('change', 'other.md');
+      vi.advanceTimersByTime(1000);
+      expect(wake).not.toHaveBeenCalled();
+      listener!('rename', 'result.md');
+      listener!('change', 'result.md');
+      vi.advanceTimersByTime(4);
+      expect(wake).not.toHaveBeenCalled();
+      vi.advanceTimersByTime(1);
+      expect(wake).toHaveBeenCalledTimes(1);
+      waker.watchDir('/d', new Set(['tail']));
+      listener!('change', 'tail');
+      vi.advanceTimersByTime(1000);
+      expect(wake).toHaveBeenCalledTimes(1);
+      listener!('change', 'result-file');
+      vi.advanceTimersByTime(5);
+      expect(wake).toHaveBeenCalledTimes(2);
+      waker.close();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
-  it('unwatchDir closes a whole-directory watch, but keeps one that still serves a file', async () => {
+  it('a deadline wakes at its moment and not before; a new deadline replaces the old (fake timers)', () => {
+    vi.useFakeTimers();
+    try {
+      const wake = vi.fn();
+      const waker = new Waker(wake, { watch: () => Object.assign(new EventEmitter(), { close: () => {} }) as unknown as FSWatcher });
+      waker.wakeAt(10_000, 0);
+      waker.wakeAt(2_000, 0);
+      // One millisecond of slack past the deadline, so the look finds the clock past it.
+      vi.advanceTimersByTime(2_000);
+      expect(wake).not.toHaveBeenCalled();
+      vi.advanceTimersByTime(1);
+      expect(wake).toHaveBeenCalledTimes(1);
+      vi.advanceTimersByTime(20_000);
+      expect(wake).toHaveBeenCalledTimes(1);
+      waker.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('unwatchDir closes a whole-directory watch, but keeps one that still serves a file (fake timers)', () => {
+    vi.useFakeTimers();
     const wake = vi.fn();
     const listeners = new Map<string, (event: string, name: string | null) => void>();
     const closed: string[] = [];
@@ -273,10 +332,11 @@ describe('Waker', () => {
     waker.unwatchDir('/both');
     expect(waker.watchedDirs).toEqual(['/both']);
     listeners.get('/both')!('change', 'result-file');
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    vi.advanceTimersByTime(1000);
     expect(wake).not.toHaveBeenCalled();
     listeners.get('/both')!('change', 'result.md');
-    await vi.waitFor(() => expect(wake).toHaveBeenCalledTimes(1));
+    vi.advanceTimersByTime(5);
+    expect(wake).toHaveBeenCalledTimes(1);
     waker.close();
   });
 });

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type SpawnOptions } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -177,4 +177,39 @@ export function gatherEnv(overrides: Record<string, string> = {}): NodeJS.Proces
 /** Make a temp tree readable by another user (for the EPERM test run under uid 65534). */
 export function openUp(...paths: string[]): void {
   for (const path of paths) chmodSync(path, 0o755);
+}
+
+/**
+ * The inode numbers a process watches through inotify (from /proc/PID/fdinfo). Lets a test
+ * wait for the monitor to have looked and set up its watches, instead of sleeping.
+ */
+export function inotifyWatchedInodes(pid: number): Set<number> {
+  const inodes = new Set<number>();
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return inodes;
+  }
+  for (const fd of fds) {
+    try {
+      if (!readlinkSync(`/proc/${pid}/fd/${fd}`).includes('inotify')) continue;
+      for (const match of readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8').matchAll(/^inotify wd:\d+ ino:([0-9a-f]+) /gm)) {
+        inodes.add(Number.parseInt(match[1]!, 16));
+      }
+    } catch {
+      // The descriptor closed while we looked.
+    }
+  }
+  return inodes;
+}
+
+/** Resolves once `pid` watches `dir` through inotify (checked every 10 ms, for at most `timeoutMs`). */
+export async function untilWatching(pid: number, dir: string, timeoutMs = 20_000): Promise<void> {
+  const inode = statSync(dir).ino;
+  const until = Date.now() + timeoutMs;
+  while (!inotifyWatchedInodes(pid).has(inode)) {
+    if (Date.now() > until) throw new Error(`process ${pid} never watched ${dir}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }

@@ -16,6 +16,7 @@ import {
   tempDirs,
   packageRoot,
   count,
+  untilWatching,
 } from './helpers.js';
 
 const mainAsNobody = fileURLToPath(new URL('../../../tools/main-as-nobody.mjs', import.meta.url));
@@ -205,7 +206,7 @@ describe.concurrent('prun-monitor: output details', () => {
   it('--help lists the exit codes; --version prints the package version', async () => {
     const help = await run(monitorBin, ['--help'], cleanEnv());
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/Exit codes:[\s\S]*0 {2}all units done[\s\S]*2 {2}timeout[\s\S]*3 {2}a unit failed/);
+    expect(help.stdout).toMatch(/Exit codes:[\s\S]*0 +MONITOR-EVENT all-done[\s\S]*3 +MONITOR-EVENT fail[\s\S]*2 +MONITOR-EVENT timeout/);
     const version = await run(monitorBin, ['--version'], cleanEnv());
     expect(version.code).toBe(0);
     expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
@@ -215,7 +216,7 @@ describe.concurrent('prun-monitor: output details', () => {
     const r = await run(monitorBin, ['--bogus'], monitorEnv());
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('MONITOR-EVENT usage-error\n');
-    expect(r.stderr).toBe('prun-monitor: unknown option --bogus\n');
+    expect(r.stderr).toBe('prun-monitor: unknown option: --bogus\n');
     const b = base();
     makeStateDir(b, '--odd', { result: '# u result\n' });
     const ok = await run(monitorBin, ['--', '--odd'], monitorEnv(), { cwd: b });
@@ -358,7 +359,8 @@ describe.concurrent('prun-monitor: event-driven', () => {
     const result = join(b, 'later', 'u1.md');
     mkdirSync(join(b, 'later'));
     writeFileSync(join(dir, STATE_FILES.resultFile), `${result}\n`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The monitor has followed the entry once it watches the result's directory.
+    await untilWatching(m.child.pid!, join(b, 'later'));
     writeFileSync(result, '# u1 result\n');
     const landed = Date.now();
     const r = await m.result;
@@ -374,7 +376,8 @@ describe.concurrent('prun-monitor: event-driven', () => {
     writeFileSync(join(dir, STATE_FILES.resultFile), `${result}\n`);
     const m = start(monitorBin, [dir], monitorEnv({ PRUN_MONITOR_POLL: '30', PRUN_STALL_THRESHOLD: '600' }));
     await m.lineStartingWith('MONITOR-START');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The first look watches the nearest existing ancestor of the result.
+    await untilWatching(m.child.pid!, b);
     mkdirSync(join(b, 'made', 'later'), { recursive: true });
     writeFileSync(result, '# u1 result (FALLBACK, Agy wrote no final result)\n');
     const landed = Date.now();
@@ -433,19 +436,40 @@ describe.concurrent('prun-monitor: event-driven', () => {
 });
 
 describe.concurrent('prun-monitor: operands from stdin and --json', () => {
-  it('reads STATE-DIR and plain lines; withholds all-done until input ends', async () => {
+  it('reads STATE-DIR and plain lines; ends with all-done once input ends', async () => {
     const b = base();
     const u1 = makeStateDir(b, 'u1', { result: '# u1 result\n' });
     const u2 = makeStateDir(b, 'u2', { result: '# u2 result\n' });
-    const m = start(monitorBin, ['-'], monitorEnv({ PRUN_STALL_THRESHOLD: '600' }));
-    m.child.stdin!.write(`STATE-DIR ${u1.dir}\n${u2.dir}\r\n\n`);
-    await new Promise((resolve) => setTimeout(resolve, 700));
-    expect(m.stdout()).toBe('');
-    m.child.stdin!.end();
-    const r = await m.result;
+    const r = await run(monitorBin, ['-'], monitorEnv({ PRUN_STALL_THRESHOLD: '600' }), { input: `STATE-DIR ${u1.dir}\n${u2.dir}\r\n\n` });
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(
       'MONITOR-START units=2 stall-threshold=600s timeout=8s\nMONITOR-EVENT all-done\nUNIT u1 done\nUNIT u2 done\n',
+    );
+  });
+
+  it('withholds all-done while input is open: every unit done so far is not all units', async () => {
+    const b = base();
+    const results = join(b, 'results');
+    mkdirSync(results);
+    const unit = (name: string, text: string): string => {
+      const dir = join(b, name);
+      mkdirSync(dir);
+      writeFileSync(join(results, `${name}.md`), text);
+      writeFileSync(join(dir, STATE_FILES.resultFile), `${join(results, name)}.md\n`);
+      return dir;
+    };
+    const u1 = unit('u1', '# u1 result\n');
+    const u2 = unit('u2', '# u2 result\n');
+    const m = start(monitorBin, ['-'], monitorEnv({ PRUN_STALL_THRESHOLD: '600' }));
+    m.child.stdin!.write(`STATE-DIR ${u1}\n${u2}\n`);
+    // Watching the results' directory means both units were looked at (and found done).
+    await untilWatching(m.child.pid!, results);
+    // A later unit fails: a monitor that had declared all-done would have ended with units=2.
+    m.child.stdin!.end(`${unit('u3', '# u3 result (FALLBACK, Agy wrote no final result)\n')}\n`);
+    const r = await m.result;
+    expect(r.code).toBe(3);
+    expect(r.stdout).toBe(
+      'MONITOR-START units=3 stall-threshold=600s timeout=8s\nMONITOR-EVENT fail\nUNIT u1 done\nUNIT u2 done\nUNIT u3 failed(fallback)\n',
     );
   });
 

@@ -79,6 +79,38 @@ describe.concurrent('watch loops without inotify', () => {
   });
 });
 
+describe('MonitorRun at the stall boundary (injected clock, no watches)', () => {
+  it('a unit quiet for the threshold minus 1 ms is growing; at exactly the threshold it is stalled', async () => {
+    const b = base();
+    const dir = join(b, 'u1');
+    mkdirSync(dir);
+    writeFileSync(join(dir, STATE_FILES.tail), 'frozen\n');
+    let clock = 5_000_000;
+    const records: MonitorRecord[] = [];
+    const statuses: string[] = [];
+    const run = new MonitorRun({
+      settings: { stallThresholdS: 3, pollS: 30, timeoutS: 60, stableWindowS: 0 },
+      cwd: b,
+      emit: (record) => records.push(record),
+      onPass: (units) => statuses.push(units.map((u) => u.status.kind).join()),
+      watch: noWatchesLeft,
+      now: () => clock,
+    });
+    run.addUnit(dir);
+    run.endOperands();
+    // First look: the tail is new, so this is its last growth.
+    expect(statuses).toEqual(['growing']);
+    clock += 2_999;
+    run.pass();
+    expect(statuses.at(-1)).toBe('growing');
+    expect(records.map((r) => r.event)).toEqual(['start']);
+    clock += 1;
+    run.pass();
+    expect(await run.finished).toBe(3);
+    expect(records[1]).toMatchObject({ event: 'stall', units: [{ name: 'u1', status: { kind: 'stalled', seconds: 3 } }] });
+  });
+});
+
 describe.concurrent('watch loops: no event is lost to the moment a watch is set up', () => {
   const silentWatcher = (): FSWatcher => Object.assign(new EventEmitter(), { close: () => {} }) as unknown as FSWatcher;
 
@@ -98,16 +130,24 @@ describe.concurrent('watch loops: no event is lost to the moment a watch is set 
       return silentWatcher();
     };
     const records: MonitorRecord[] = [];
+    let passes = 0;
+    let secondPass!: () => void;
+    const settled = new Promise<void>((resolve) => (secondPass = resolve));
     const run = new MonitorRun({
       settings: { stallThresholdS: 600, pollS: 30, timeoutS: 20, stableWindowS: 0 },
       cwd: b,
       emit: (record) => records.push(record),
       watch,
+      onPass: () => {
+        passes += 1;
+        if (passes === 2) secondPass();
+      },
     });
     run.addUnit(dir);
     run.endOperands();
-    // Let the first looks settle, then the dispatcher names the result.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The first looks settle (the one at the end of operands, the one the new unit asked
+    // for), then the dispatcher names the result.
+    await settled;
     writeFileSync(join(dir, STATE_FILES.resultFile), `${result}\n`);
     stateDirListener!('rename', STATE_FILES.resultFile);
     const named = Date.now();

@@ -1,53 +1,52 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, renameSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join, relative, resolve } from 'node:path';
+import { closeSync, existsSync, openSync, renameSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { constants as osConstants } from 'node:os';
 import { classifyUnit, initialMemory, observeUnit, probeDispatch, type UnitMemory } from '@prun/monitor';
-import { publishAtomic, renderFallback } from '@prun/unit-state';
+import { publishAtomic, renderFallback, resultShapeLines } from '@prun/unit-state';
 import { throwawayClone, CloneError } from './clone.js';
-import { appendLedger, readLedger, type LedgerEntry, type UnitStatus } from './ledger.js';
-import { loadPlan, PlanError, type ResolvedUnit } from './plan.js';
+import { dispatcherCommandLine, type DispatchRequest } from './dispatcher.js';
+import { EXIT } from './errors.js';
+import { LOCK_FILE } from './lock.js';
+import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
+import { isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
+import type { ResolvedUnit } from './plan.js';
 import { batchExitCode, decide, quotaRetryTime } from './schedule.js';
 import {
-  fallbackReason,
-  hasConversation,
   findDispatcherFor,
+  hasConversation,
   isDispatcherFor,
-  isQuotaBlock,
-  isRunning,
+  lastLogLine,
+  processStartTime,
+  readModelFacts,
   readResultHead,
   stateDirFromLog,
 } from './units.js';
 
-/** The files and folders of a batch directory. */
+export { BatchError } from './errors.js';
+
+/** The files and folders of a batch directory, all absolute whatever the caller's cwd. */
 export function batchPaths(dir: string) {
+  const root = resolve(dir);
   return {
-    dir,
-    plan: join(dir, 'plan.json'),
-    ledger: join(dir, 'ledger.jsonl'),
-    prompts: join(dir, 'prompts'),
-    results: join(dir, 'results'),
-    clones: join(dir, 'clones'),
-    logs: join(dir, 'logs'),
-    prompt: (id: string) => join(dir, 'prompts', `${id}.md`),
-    result: (id: string) => join(dir, 'results', `${id}.md`),
-    clone: (id: string) => join(dir, 'clones', id),
-    stdoutLog: (id: string) => join(dir, 'logs', `${id}.stdout`),
-    stderrLog: (id: string) => join(dir, 'logs', `${id}.stderr`),
+    dir: root,
+    plan: join(root, 'plan.json'),
+    ledger: join(root, 'ledger.jsonl'),
+    lock: join(root, LOCK_FILE),
+    prompts: join(root, 'prompts'),
+    results: join(root, 'results'),
+    clones: join(root, 'clones'),
+    logs: join(root, 'logs'),
+    prompt: (id: string) => join(root, 'prompts', `${id}.md`),
+    /** The prompt of a follow-up turn that asks an `invalid` unit to restate its result. */
+    restatePrompt: (id: string) => join(root, 'prompts', `${id}.restate.md`),
+    result: (id: string) => join(root, 'results', `${id}.md`),
+    clone: (id: string) => join(root, 'clones', id),
+    stdoutLog: (id: string) => join(root, 'logs', `${id}.stdout`),
+    stderrLog: (id: string) => join(root, 'logs', `${id}.stderr`),
   };
 }
 export type BatchPaths = ReturnType<typeof batchPaths>;
-
-export class BatchError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number,
-  ) {
-    super(message);
-    this.name = 'BatchError';
-  }
-}
 
 export interface BatchSettings {
   jobs: number;
@@ -67,7 +66,10 @@ export interface UnitReport {
   id: string;
   status: UnitStatus;
   exit_code: number | null;
+  /** The model that ran (from the unit's state directory), or the plan's model before it ran. */
   model: string | null;
+  /** Whether quota routing fell back to another group's model. */
+  quota_fallback: boolean;
   result_file: string;
   state_dir: string | null;
   started_at: string | null;
@@ -86,46 +88,13 @@ export interface BatchOutcome {
 
 const nowIso = (): string => new Date().toISOString();
 
-function dispatcherBin(): string {
-  const require = createRequire(import.meta.url);
-  const manifestPath = require.resolve('@prun/dispatcher-agy/package.json');
-  const manifest = require(manifestPath) as { bin: Record<string, string> };
-  return resolve(dirname(manifestPath), manifest.bin['prun-dispatch-agy']!);
-}
-
-/** Lay out a new batch directory from a plan: plan.json, prompts, and a queued ledger line each. */
-export function createBatch(planPath: string, dir: string): BatchPaths {
-  const { units } = loadPlan(planPath);
-  const paths = batchPaths(resolve(dir));
-  if (existsSync(paths.dir) && readdirSync(paths.dir).length > 0) {
-    throw new BatchError(`batch directory already exists and is not empty; use --resume to continue it: ${paths.dir}`, 2);
-  }
-  for (const folder of [paths.dir, paths.prompts, paths.results, paths.clones, paths.logs]) mkdirSync(folder, { recursive: true });
-  // plan.json is self-contained: prompts are copied in, paths made absolute, so --resume needs
-  // nothing but the batch directory.
-  const stored = {
-    units: units.map((unit) => ({
-      id: unit.id,
-      prompt_file: relative(paths.dir, paths.prompt(unit.id)),
-      ...(unit.mode ? { mode: unit.mode } : {}),
-      ...(unit.addDirs.length > 0 ? { add_dirs: unit.addDirs } : {}),
-      ...(unit.clone ? { clone: unit.clone } : {}),
-      ...(unit.model ? { model: unit.model } : {}),
-      ...(unit.dependsOn.length > 0 ? { depends_on: unit.dependsOn } : {}),
-    })),
-  };
-  for (const unit of units) publishAtomic(paths.prompt(unit.id), unit.prompt, { tag: 'prun' });
-  publishAtomic(paths.plan, `${JSON.stringify(stored, null, 2)}\n`, { tag: 'prun' });
-  for (const unit of units) appendLedger(paths.ledger, baseEntry(paths, unit, 'queued'));
-  return paths;
-}
-
-function baseEntry(paths: BatchPaths, unit: ResolvedUnit, status: UnitStatus): LedgerEntry {
+/** The ledger line a unit starts with. */
+export function queuedEntry(paths: BatchPaths, unit: ResolvedUnit): LedgerEntry {
   return {
     id: unit.id,
-    status,
+    status: 'queued',
     model: unit.model,
-    mode: unit.mode ?? (unit.clone ? 'accept-edits' : null),
+    mode: unitMode(unit),
     prompt_file: paths.prompt(unit.id),
     clone_dir: unit.clone ? paths.clone(unit.id) : null,
     result_file: paths.result(unit.id),
@@ -137,117 +106,187 @@ function baseEntry(paths: BatchPaths, unit: ResolvedUnit, status: UnitStatus): L
   };
 }
 
+/** A unit's dispatcher mode: its own, or accept-edits in its disposable clone. */
+export function unitMode(unit: ResolvedUnit): 'plan' | 'accept-edits' | null {
+  return unit.mode ?? (unit.clone ? 'accept-edits' : null);
+}
+
+/** The environment a unit's dispatcher gets: the batch's, plus its clone and model. */
+export function unitEnv(base: NodeJS.ProcessEnv, unit: ResolvedUnit, cloneDir: string | null): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...base };
+  delete env.PRUN_SCRATCH_CWD;
+  if (cloneDir) env.PRUN_SCRATCH_CWD = cloneDir;
+  if (unit.model) env.ANTIGRAVITY_DISPATCH_MODEL = unit.model;
+  return env;
+}
+
+/** The text of the follow-up turn that asks a worker to restate its result in the return contract. */
+export function restatePromptText(id: string): string {
+  return [
+    'Your previous final response did not follow the return contract, so the batch could not accept it.',
+    'Do not redo the work. Restate your result as your final response, starting exactly with these lines:',
+    '',
+    ...resultShapeLines(id),
+    '',
+  ].join('\n');
+}
+
 interface Live {
   child: ChildProcess | null;
   pid: number;
+  start: string | null;
   /** The monitor library's memory of this unit's tail growth. */
   memory: UnitMemory;
   stallReported: boolean;
 }
 
+/** A follow-up turn to run instead of a fresh dispatch. */
+interface FollowUp {
+  stateDir: string;
+  restate: boolean;
+}
+
+/** Ledger fields that describe a live dispatch and go when the unit stops running. */
+const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'stop_signal'] as const;
+
 /** Runs a batch directory to the end: dispatch, defer, adopt, stop on signal. */
 export class BatchRun {
-  private readonly units: ResolvedUnit[];
   private readonly byId: Map<string, ResolvedUnit>;
   private readonly latest = new Map<string, LedgerEntry>();
   private readonly live = new Map<string, Live>();
-  private readonly continueFrom = new Map<string, string>();
+  private readonly followUps = new Map<string, FollowUp>();
   private readonly stalled = new Set<string>();
-  private readonly bin = dispatcherBin();
   private stopping: 'quota' | NodeJS.Signals | null = null;
   private wake: (() => void) | null = null;
 
+  /** `units` from the batch's own plan.json; `ledger` read (and its tail repaired) under the driver lock. */
   constructor(
     private readonly paths: BatchPaths,
+    private readonly units: ResolvedUnit[],
+    ledger: LedgerRead,
     private readonly settings: BatchSettings,
   ) {
-    if (!existsSync(paths.plan)) throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, 2);
-    try {
-      this.units = loadPlan(paths.plan).units;
-    } catch (error) {
-      if (error instanceof PlanError) throw new BatchError(`${paths.plan}: ${error.message}`, 2);
-      throw error;
-    }
-    this.byId = new Map(this.units.map((unit) => [unit.id, unit]));
-    const ledger = readLedger(paths.ledger);
-    if (ledger.badLines.length > 0) {
-      settings.message(`skipped unreadable ledger lines ${ledger.badLines.join(', ')} in ${paths.ledger}`);
-    }
-    for (const unit of this.units) {
-      this.latest.set(unit.id, ledger.latest.get(unit.id) ?? baseEntry(paths, unit, 'queued'));
-    }
+    this.byId = new Map(units.map((unit) => [unit.id, unit]));
+    for (const unit of units) this.latest.set(unit.id, ledger.latest.get(unit.id) ?? queuedEntry(paths, unit));
   }
 
-  private record(id: string, patch: Partial<LedgerEntry>): LedgerEntry {
+  private record(id: string, patch: Partial<LedgerEntry>, drop: (keyof LedgerEntry)[] = []): LedgerEntry {
     const entry: LedgerEntry = { ...this.latest.get(id)!, ...patch };
-    if (patch.note === undefined) delete entry.note;
+    // A note lasts until the unit's status changes, so a running unit keeps its `adopted ...`.
+    const stillRunning = patch.status === undefined && entry.status === 'running';
+    if (patch.note === undefined && !stillRunning) delete entry.note;
     if (patch.retry_at === undefined) delete entry.retry_at;
-    if (patch.dispatcher_pid === undefined) delete entry.dispatcher_pid;
+    if (entry.status !== 'running') for (const key of LIVE_FIELDS) delete entry[key];
+    for (const key of drop) delete entry[key];
     appendLedger(this.paths.ledger, entry);
     this.latest.set(id, entry);
     return entry;
   }
 
+  private adopt(id: string, pid: number, start: string | null, stateDir: string | null): void {
+    this.live.set(id, { child: null, pid, start, memory: initialMemory(Date.now()), stallReported: false });
+    this.record(id, {
+      state_dir: stateDir,
+      dispatcher_pid: pid,
+      ...(start === null ? {} : { dispatcher_start: start }),
+      note: 'adopted a dispatch still running from an earlier batch process',
+    });
+  }
+
   /**
-   * Bring the ledger in line with the world after a crash or a kill: adopt dispatchers that are
-   * still running, settle units whose dispatcher finished while nobody watched, and queue again
-   * only units whose dispatch left no result at all. With `retryFailed`, failed units go back to
-   * the queue, as follow-up turns where their conversation can be continued.
+   * Bring the ledger in line with the world after a crash, a kill or an interrupt: adopt
+   * dispatchers that are still running (recorded pid and start time, or found by their
+   * `--result-file`), settle units whose dispatcher ended while nobody watched, and queue again
+   * interrupted units and units whose dispatch left nothing, as follow-up turns where a
+   * conversation was recorded. With `retryFailed`, failed and invalid units go back to the queue
+   * too; an invalid one is asked to restate its result in the contract.
    */
   reconcile(retryFailed: boolean): void {
     for (const unit of this.units) {
       const entry = this.latest.get(unit.id)!;
-      if (entry.status === 'running') {
-        const stateDir = entry.state_dir ?? stateDirFromLog(this.paths.stdoutLog(unit.id));
-        // A `running` line is written before the dispatcher starts, so a batch killed in
-        // between leaves no pid: look for the dispatcher by its result path instead.
-        const resultPath = this.paths.result(unit.id);
-        const recorded = entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath) ? entry.dispatcher_pid : null;
-        const pid = recorded ?? findDispatcherFor(resultPath);
-        if (pid !== null) {
-          this.live.set(unit.id, { child: null, pid, memory: initialMemory(Date.now()), stallReported: false });
-          this.record(unit.id, { state_dir: stateDir, dispatcher_pid: pid, note: 'adopted a dispatch still running from an earlier batch process' });
-          continue;
-        }
-        this.settleFromResult(unit.id, stateDir, null, 'settled after restart from the published result');
+      if (entry.status !== 'running') continue;
+      const stateDir = entry.state_dir ?? stateDirFromLog(this.paths.stdoutLog(unit.id));
+      const resultPath = this.paths.result(unit.id);
+      const recorded =
+        entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)
+          ? { pid: entry.dispatcher_pid, start: entry.dispatcher_start ?? processStartTime(entry.dispatcher_pid) }
+          : null;
+      // A `running` line is written before the dispatcher starts, so a batch killed in between
+      // leaves no pid: look for the dispatcher by its result path instead.
+      const found = recorded ?? findDispatcherFor(resultPath);
+      if (found !== null) {
+        this.adopt(unit.id, found.pid, found.start, stateDir);
+        continue;
       }
+      this.settle(unit.id, null, 'settled after restart from the published result');
     }
-    if (!retryFailed) return;
     for (const unit of this.units) {
       const entry = this.latest.get(unit.id)!;
-      if (entry.status !== 'failed') continue;
-      if (entry.state_dir && hasConversation(entry.state_dir)) this.continueFrom.set(unit.id, entry.state_dir);
-      this.record(unit.id, { status: 'queued', ended_at: null, exit_code: null, note: this.continueFrom.has(unit.id) ? `retry as a follow-up turn of ${entry.state_dir}` : 'retry' });
+      const rerun = entry.status === 'interrupted' || (retryFailed && isFailedStatus(entry.status));
+      if (!rerun) continue;
+      const restate = entry.status === 'invalid';
+      const stateDir = entry.state_dir;
+      if (stateDir && hasConversation(stateDir)) this.followUps.set(unit.id, { stateDir, restate });
+      const how = this.followUps.has(unit.id)
+        ? `${restate ? 'asking to restate the result' : 'as a follow-up turn'} of ${stateDir}`
+        : 'afresh (no conversation recorded)';
+      const why = entry.status === 'interrupted' ? 'interrupted' : entry.status;
+      this.record(unit.id, { status: 'queued', ended_at: null, exit_code: null, note: `${why}: running again ${how}` });
     }
   }
 
-  /** Decide a unit's end from its result file alone (its exit code is unknown). */
-  private settleFromResult(id: string, stateDir: string | null, exitCode: number | null, note: string): void {
-    const head = readResultHead(this.paths.result(id));
-    if (head === null) {
-      this.record(id, { status: 'queued', state_dir: stateDir, note: 'previous dispatch ended without a result; dispatching again' });
-      return;
-    }
-    if (head !== 'unparsed' && head.fallback) {
-      const reason = fallbackReason(head);
-      if (isQuotaBlock(reason)) {
-        this.defer(id, stateDir, exitCode ?? 75, reason);
-        return;
+  /**
+   * Record a unit's end from its dispatcher's exit (`exitCode`), or from what it left behind when
+   * it ended unwatched (`exitCode` null), through the one outcome rule both paths share.
+   */
+  private settle(id: string, exitCode: number | null, unwatchedNote: string | null = null): void {
+    const entry = this.latest.get(id)!;
+    const stateDir = entry.state_dir ?? stateDirFromLog(this.paths.stdoutLog(id));
+    const result = readResultHead(this.paths.result(id));
+    const outcome: UnitOutcome = unitOutcome({
+      unitId: id,
+      exitCode,
+      result,
+      stopSignal: entry.stop_signal ?? null,
+      stderrLast: result === null ? lastLogLine(this.paths.stderrLog(id)) : null,
+    });
+    const facts = stateDir ? readModelFacts(stateDir) : null;
+    const ran: Partial<LedgerEntry> = facts
+      ? {
+          ...(facts.model !== null ? { model: facts.model } : {}),
+          ...(facts.notes.length > 0 ? { model_notes: facts.notes } : {}),
+          quota_fallback: facts.quotaFallback,
+        }
+      : {};
+    const base = { state_dir: stateDir, exit_code: exitCode, ...ran };
+    switch (outcome.status) {
+      case 'done':
+        this.record(id, { ...base, status: 'done', ended_at: nowIso(), ...(unwatchedNote ? { note: unwatchedNote } : {}) });
+        this.settings.progress(`done ${id}`);
+        break;
+      case 'deferred':
+        this.defer(id, base, outcome.note);
+        break;
+      case 'queued':
+        this.record(id, { ...base, status: 'queued', ended_at: null, note: outcome.note });
+        break;
+      default: {
+        this.record(id, { ...base, status: outcome.status, ended_at: nowIso(), note: outcome.note });
+        const code = exitCode === null ? '' : ` (exit ${exitCode})`;
+        this.settings.message(`unit ${id} ${outcome.status}${code}: ${outcome.note}`);
       }
-      this.record(id, { status: 'failed', state_dir: stateDir, ended_at: nowIso(), exit_code: exitCode, note: `${note}: ${reason}` });
-      return;
     }
-    this.record(id, { status: 'done', state_dir: stateDir, ended_at: nowIso(), exit_code: exitCode, note });
+    this.wake?.();
   }
 
-  private defer(id: string, stateDir: string | null, exitCode: number, reason: string): void {
+  private defer(id: string, base: Partial<LedgerEntry>, reason: string): void {
     const now = Date.now();
     const retryAt = quotaRetryTime(reason, now) ?? now + this.settings.quotaWaitMs;
     this.record(id, {
+      ...base,
       status: 'deferred',
-      state_dir: stateDir,
+      exit_code: base.exit_code ?? EXIT.quota,
       ended_at: nowIso(),
-      exit_code: exitCode,
       retry_at: new Date(retryAt).toISOString(),
       note: reason,
     });
@@ -263,7 +302,7 @@ export class BatchRun {
   private setAsidePreviousResult(id: string, attempt: number): void {
     const current = this.paths.result(id);
     if (!existsSync(current)) return;
-    let n = attempt;
+    let n = Math.max(attempt, 1);
     let aside = join(this.paths.results, `${id}.attempt-${n}.md`);
     while (existsSync(aside)) {
       n += 1;
@@ -274,7 +313,8 @@ export class BatchRun {
 
   private failWithoutRun(id: string, reason: string): void {
     const result = this.paths.result(id);
-    if (readResultHead(result) === null) publishAtomic(result, renderFallback({ unitId: id, reason }), { tag: 'prun' });
+    this.setAsidePreviousResult(id, this.latest.get(id)!.attempt ?? 0);
+    publishAtomic(result, renderFallback({ unitId: id, reason }), { tag: 'prun' });
     this.record(id, { status: 'failed', ended_at: nowIso(), exit_code: null, note: reason });
     this.settings.message(`unit ${id} failed without running: ${reason}`);
   }
@@ -298,38 +338,50 @@ export class BatchRun {
     }
     this.setAsidePreviousResult(id, previous.attempt ?? 0);
 
-    const mode = unit.mode ?? (cloneDir ? 'accept-edits' : null);
-    const args = [this.bin, '--prompt-file', this.paths.prompt(id), '--result-file', this.paths.result(id), '--unit-id', id];
-    if (mode) args.push('--mode', mode);
-    for (const dir of unit.addDirs) args.push('--add-dir', dir);
-    const continueFrom = this.continueFrom.get(id);
-    if (continueFrom) args.push('--continue-from', continueFrom);
-    this.continueFrom.delete(id);
-
-    const env: NodeJS.ProcessEnv = { ...this.settings.env };
-    delete env.PRUN_SCRATCH_CWD;
-    if (cloneDir) env.PRUN_SCRATCH_CWD = cloneDir;
-    if (unit.model) env.ANTIGRAVITY_DISPATCH_MODEL = unit.model;
+    const followUp = this.followUps.get(id) ?? null;
+    this.followUps.delete(id);
+    let promptFile = this.paths.prompt(id);
+    if (followUp?.restate) {
+      promptFile = this.paths.restatePrompt(id);
+      publishAtomic(promptFile, restatePromptText(id), { tag: 'prun' });
+    }
+    const mode = unitMode(unit);
+    const request: DispatchRequest = {
+      unitId: id,
+      promptFile,
+      resultFile: this.paths.result(id),
+      mode,
+      addDirs: unit.addDirs,
+      continueFrom: followUp?.stateDir ?? null,
+    };
+    const [node, args] = dispatcherCommandLine(request);
+    const env = unitEnv(this.settings.env, unit, cloneDir);
 
     // Recorded before the spawn: a batch killed at any point after this line finds the unit
     // `running` on --resume and looks for its dispatcher, so no unit is dispatched twice.
-    this.record(id, {
-      status: 'running',
-      mode,
-      clone_dir: cloneDir,
-      state_dir: null,
-      started_at: nowIso(),
-      ended_at: null,
-      exit_code: null,
-      attempt,
-    });
+    this.record(
+      id,
+      {
+        status: 'running',
+        model: unit.model,
+        mode,
+        clone_dir: cloneDir,
+        state_dir: null,
+        started_at: nowIso(),
+        ended_at: null,
+        exit_code: null,
+        attempt,
+        ...(followUp ? { note: `${followUp.restate ? 'restating the result' : 'follow-up turn'} of ${followUp.stateDir}` } : {}),
+      },
+      ['model_notes', 'quota_fallback'],
+    );
     // The dispatcher's output goes to files, not pipes: a batch killed mid-run must not take
     // its dispatchers down with a broken pipe, and a resumed batch reads their STATE-DIR lines.
     const out = openSync(this.paths.stdoutLog(id), 'a');
     const err = openSync(this.paths.stderrLog(id), 'a');
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, err], env, cwd: this.paths.dir });
+      child = spawn(node, args, { detached: true, stdio: ['ignore', out, err], env, cwd: this.paths.dir });
     } finally {
       closeSync(out);
       closeSync(err);
@@ -339,32 +391,14 @@ export class BatchRun {
       this.failWithoutRun(id, 'could not start the dispatcher');
       return;
     }
-    this.live.set(id, { child, pid, memory: initialMemory(Date.now()), stallReported: false });
-    this.record(id, { dispatcher_pid: pid });
+    const start = processStartTime(pid);
+    this.live.set(id, { child, pid, start, memory: initialMemory(Date.now()), stallReported: false });
+    this.record(id, { dispatcher_pid: pid, ...(start === null ? {} : { dispatcher_start: start }) });
     this.settings.progress(`started ${id}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
     child.on('exit', (code, signal) => {
-      const exitCode = code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
-      this.finish(id, exitCode);
+      this.live.delete(id);
+      this.settle(id, code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0));
     });
-  }
-
-  private finish(id: string, exitCode: number): void {
-    this.live.delete(id);
-    const stateDir = this.latest.get(id)!.state_dir ?? stateDirFromLog(this.paths.stdoutLog(id));
-    if (exitCode === 75) {
-      const head = readResultHead(this.paths.result(id));
-      const reason = head && head !== 'unparsed' ? fallbackReason(head) : 'quota refused';
-      this.defer(id, stateDir, exitCode, reason);
-    } else if (exitCode === 0) {
-      this.record(id, { status: 'done', state_dir: stateDir, ended_at: nowIso(), exit_code: 0 });
-      this.settings.progress(`done ${id}`);
-    } else {
-      const head = readResultHead(this.paths.result(id));
-      const reason = head && head !== 'unparsed' && head.fallback ? fallbackReason(head) : `dispatcher exited with code ${exitCode}`;
-      this.record(id, { status: 'failed', state_dir: stateDir, ended_at: nowIso(), exit_code: exitCode, note: reason });
-      this.settings.message(`unit ${id} failed (exit ${exitCode}): ${reason}`);
-    }
-    this.wake?.();
   }
 
   /** Periodic look at running units: record state dirs as they appear, watch tails for stalls. */
@@ -374,12 +408,12 @@ export class BatchRun {
       const entry = this.latest.get(id)!;
       if (entry.state_dir === null) {
         const stateDir = stateDirFromLog(this.paths.stdoutLog(id));
-        if (stateDir) this.record(id, { state_dir: stateDir, dispatcher_pid: live.pid });
+        if (stateDir) this.record(id, { state_dir: stateDir });
       }
-      if (live.child === null && !isRunning(live.pid)) {
+      if (live.child === null && !isDispatcherFor(live.pid, this.paths.result(id), live.start)) {
         // An adopted dispatcher is not our child: its end shows only as its absence.
         this.live.delete(id);
-        this.settleFromResult(id, this.latest.get(id)!.state_dir, null, 'adopted dispatch ended');
+        this.settle(id, null, 'adopted dispatch ended');
         continue;
       }
       const stateDir = this.latest.get(id)!.state_dir;
@@ -403,12 +437,17 @@ export class BatchRun {
     }
   }
 
-  /** Stop starting units and pass the signal to every running dispatcher. */
+  /**
+   * Stop starting units and pass the signal to every running dispatcher, recording first that
+   * the batch stopped it, so its end is `interrupted` even if this process dies meanwhile. A
+   * repeated signal is passed on again (the dispatcher then kills its worker group at once).
+   */
   interrupt(signal: NodeJS.Signals): void {
-    if (this.stopping !== null && this.stopping !== 'quota') return;
+    const first = this.stopping === null || this.stopping === 'quota';
     this.stopping = signal;
     this.settings.message(`${signal}: stopping ${this.live.size} running unit(s)`);
-    for (const live of this.live.values()) {
+    for (const [id, live] of this.live) {
+      if (first) this.record(id, { stop_signal: signal });
       try {
         process.kill(live.pid, signal);
       } catch {
@@ -434,7 +473,7 @@ export class BatchRun {
         now,
         startingAllowed: this.stopping === null,
       });
-      for (const [id, dep] of decision.failForDependency) this.failWithoutRun(id, `dependency ${dep} failed`);
+      for (const [id, dep] of decision.failForDependency) this.failWithoutRun(id, `dependency ${dep} ${this.latest.get(dep)!.status}`);
       if (decision.failForDependency.length > 0) continue;
       for (const id of decision.start) this.start(id);
       if (decision.finished) break;
@@ -451,11 +490,11 @@ export class BatchRun {
       this.wake = null;
       this.observe();
     }
-    const failed = [...this.latest.values()].filter((entry) => entry.status === 'failed').length;
+    const failed = [...this.latest.values()].filter((entry) => isFailedStatus(entry.status)).length;
     let exitCode = batchExitCode(failed);
     let stoppedBy: BatchOutcome['stoppedBy'] = 'finished';
     if (this.stopping === 'quota') {
-      exitCode = 75;
+      exitCode = EXIT.quota;
       stoppedBy = 'quota';
     } else if (this.stopping !== null) {
       exitCode = 128 + (osConstants.signals[this.stopping] ?? 0);
@@ -473,6 +512,7 @@ export class BatchRun {
         status: entry.status,
         exit_code: entry.exit_code,
         model: entry.model,
+        quota_fallback: entry.quota_fallback === true,
         result_file: entry.result_file,
         state_dir: entry.state_dir,
         started_at: entry.started_at,
@@ -483,10 +523,4 @@ export class BatchRun {
       };
     });
   }
-}
-
-/** Default batch directory name: `prun-batch-<UTC timestamp>` in the current directory. */
-export function defaultBatchDir(now: Date = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  return resolve(`prun-batch-${stamp}`);
 }

@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { relative } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting, UsageError as SettingError } from '@prun/monitor';
 import { z } from 'zod';
-import { BatchError, BatchRun, batchPaths, createBatch, defaultBatchDir, type BatchOutcome } from './batch.js';
+import { BatchRun, batchPaths, type BatchOutcome } from './batch.js';
+import { BatchError, EXIT } from './errors.js';
+import { createBatch, openBatch } from './open.js';
 import { CloneError, throwawayClone } from './clone.js';
 import { OWN_COMMANDS, TOOL_COMMANDS } from './commands.js';
 import { completionScript, SHELLS, type Shell } from './completion.js';
@@ -13,15 +15,23 @@ import { batchStatus, renderStatus, renderTable } from './status.js';
 
 const NAME = 'prun';
 
+/** File-system error codes that mean a path or permission the user can fix. */
+const PATH_ERRORS = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ELOOP', 'EEXIST', 'ENOTEMPTY', 'ENOSPC', 'EDQUOT']);
+
 class UsageError extends Error {}
 
 const EXIT_CODES = `Exit codes of prun's own commands:
-  0    batch: every unit done; status, clone, completion: success
-  1-100 batch: the number of failed units (capped at 100); clone: git failed
-  2    usage error, bad plan (the message names the field), or a directory that is not a batch
-  70   internal error
-  75   batch stopped on a quota refusal (--no-quota-wait); resume it later
-  130  batch interrupted by SIGINT (units stopped, ledger consistent); 143 for SIGTERM
+  0     batch: every unit done; status, clone, completion: success
+  1-100 batch: the number of failed and invalid units (capped at 100); clone: git failed
+  2     usage error, bad plan or setting (the message names the field, setting or path), a
+        directory that cannot be used or is not a batch; nothing was created or run
+  70    internal error
+  75    batch stopped on a quota refusal (--no-quota-wait); resume it later
+  101   batch: another prun process is driving this batch directory (its pid is named)
+  102   batch: the ledger is damaged (a bad line before the last, or missing or empty beside
+        results or logs); nothing was changed
+  128+n batch interrupted by signal n (130 SIGINT, 143 SIGTERM, 129 SIGHUP): running units
+        stopped and recorded interrupted; prun batch --resume DIR finishes the batch
 The other commands exit exactly as their bins do: see prun <command> --help.`;
 
 function help(): string {
@@ -97,7 +107,7 @@ function renderOutcome(outcome: BatchOutcome): string {
       unit.id,
       unit.status + (unit.stalled ? '(stalled)' : ''),
       unit.exit_code === null ? '-' : String(unit.exit_code),
-      rel(unit.result_file) + (unit.fallback ? ' (FALLBACK)' : ''),
+      rel(unit.result_file) + (unit.fallback ? ' (FALLBACK)' : '') + (unit.quota_fallback ? ` (quota fallback to ${unit.model})` : ''),
       unit.status === 'done' ? '' : (unit.note ?? ''),
     ]),
   );
@@ -106,7 +116,7 @@ function renderOutcome(outcome: BatchOutcome): string {
 }
 
 function countStatuses(outcome: BatchOutcome): Record<string, number> {
-  const counts: Record<string, number> = { done: 0, failed: 0, deferred: 0, queued: 0, running: 0 };
+  const counts: Record<string, number> = { done: 0, failed: 0, invalid: 0, interrupted: 0, deferred: 0, queued: 0, running: 0 };
   for (const unit of outcome.units) counts[unit.status] = (counts[unit.status] ?? 0) + 1;
   return counts;
 }
@@ -121,14 +131,17 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   const [stallName, stallDefault] = MONITOR_ENV.stallThresholdS;
   const stallSeconds = readSecondsSetting(env, stallName, stallDefault);
   const showProgress = process.stderr.isTTY === true && !isAgentCaller(env);
-  let paths;
-  if (args.plan !== undefined) {
-    paths = createBatch(args.plan, args.dir ?? defaultBatchDir());
-    process.stderr.write(`${NAME}: batch directory ${paths.dir}\n`);
-  } else {
-    paths = batchPaths(args.resume ?? args.retryFailed!);
+  const cwd = process.cwd();
+  // Everything is checked, and the driver lock taken, before the first worker starts; the lock's
+  // descriptor stays open for the life of this process.
+  const opened =
+    args.plan !== undefined ? await createBatch(args.plan, args.dir, env, cwd) : await openBatch(args.resume ?? args.retryFailed!, env, cwd);
+  const { paths } = opened;
+  if (args.plan !== undefined) process.stderr.write(`${NAME}: batch directory ${paths.dir}\n`);
+  if (opened.tornSetAside !== null) {
+    process.stderr.write(`${NAME}: the ledger's last line was torn (a crash mid-write); set it aside in ${opened.tornSetAside}\n`);
   }
-  const run = new BatchRun(paths, {
+  const run = new BatchRun(paths, opened.units, opened.ledger, {
     jobs: args.jobs,
     quotaWait: args.quotaWait,
     quotaWaitMs: args.quotaWaitMs,
@@ -165,8 +178,14 @@ function runStatus(argv: string[]): number {
     return 0;
   }
   if (positionals.length !== 1) throw new UsageError('status takes one batch directory');
-  const rows = batchStatus(positionals[0]!);
-  process.stdout.write(values.json ? `${JSON.stringify({ dir: batchPaths(positionals[0]!).dir, units: rows })}\n` : renderStatus(rows));
+  const dir = resolve(positionals[0]!);
+  const status = batchStatus(dir);
+  for (const warning of status.warnings) process.stderr.write(`${NAME}: ${warning}\n`);
+  process.stdout.write(
+    values.json
+      ? `${JSON.stringify({ dir: batchPaths(dir).dir, driver_pid: status.driverPid, units: status.units })}\n`
+      : `${status.driverPid === null ? '' : `driven by prun pid ${status.driverPid}\n`}${renderStatus(status.units)}`,
+  );
   return 0;
 }
 
@@ -225,10 +244,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   } catch (error) {
     const known =
       error instanceof UsageError || error instanceof SettingError || error instanceof PlanError || error instanceof BatchError || error instanceof CloneError;
-    const isArgError = (error as NodeJS.ErrnoException | undefined)?.code?.startsWith('ERR_PARSE_ARGS') === true;
+    const errno = (error as NodeJS.ErrnoException | undefined)?.code;
+    const isArgError = errno?.startsWith('ERR_PARSE_ARGS') === true;
+    // A permission or path problem is the user's to fix, not a bug: a usage error naming it.
+    const isPathError = errno !== undefined && PATH_ERRORS.has(errno);
     const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`${NAME}: ${known || isArgError ? message : `internal error: ${message}`}\n`);
+    process.stderr.write(`${NAME}: ${known || isArgError || isPathError ? message : `internal error: ${message}`}\n`);
     process.exitCode =
-      error instanceof BatchError || error instanceof CloneError ? error.exitCode : known || isArgError ? 2 : 70;
+      error instanceof BatchError || error instanceof CloneError ? error.exitCode : known || isArgError || isPathError ? EXIT.usage : EXIT.internal;
   }
 }

@@ -1,8 +1,11 @@
 export { PlanSchema, PlanError, parsePlan, loadPlan, checkGraph, type Plan, type PlanUnit, type ResolvedUnit } from './plan.js';
-export { LedgerEntrySchema, UNIT_STATUSES, appendLedger, readLedger, type LedgerEntry, type UnitStatus } from './ledger.js';
+export { LedgerEntrySchema, UNIT_STATUSES, appendLedger, readLedger, repairLedgerTail, type AppendIo, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
+export { unitOutcome, contractProblem, type DispatchEnd, type UnitOutcome, type ResultRead } from './outcome.js';
+export { EXIT, BatchError } from './errors.js';
+export { createBatch, openBatch, defaultBatchDirName, type OpenBatch } from './open.js';
 export { decide, batchExitCode, quotaRetryTime, type ScheduleView, type ScheduleDecision } from './schedule.js';
-export { BatchRun, BatchError, batchPaths, createBatch, defaultBatchDir, type BatchOutcome, type BatchSettings, type UnitReport } from './batch.js';
-export { batchStatus, type UnitStatusRow } from './status.js';
+export { BatchRun, batchPaths, restatePromptText, type BatchOutcome, type BatchSettings, type UnitReport } from './batch.js';
+export { batchStatus, type BatchStatus, type UnitStatusRow } from './status.js';
 export { throwawayClone, CloneError } from './clone.js';
 export { completionScript, SHELLS, type Shell } from './completion.js';
 export { TOOL_COMMANDS } from './commands.js';

@@ -1,14 +1,50 @@
-import { readFileSync } from 'node:fs';
 import { dirname, extname, isAbsolute, resolve } from 'node:path';
+import { unitIdProblem } from '@prun/dispatcher-agy';
+import { readHead } from '@prun/kit/fs';
 import { isValidUnitId } from '@prun/unit-state';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
 const nonBlank = z.string().refine((value) => value.trim() !== '', 'must not be blank');
 
+/** The largest plan file prun reads; a plan is a list of units, not data. */
+export const MAX_PLAN_BYTES = 8 * 1024 * 1024;
+/** The largest prompt prun passes on: far beyond any prompt a worker can use, far below a runaway file. */
+export const MAX_PROMPT_BYTES = 1024 * 1024;
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Read a small text file without ever blocking or reading without bound (@prun/kit/fs's
+ * bounded non-blocking reader): refused unless it is a regular file (a FIFO or a device never
+ * hangs the read) no larger than `maxBytes`, decoded as strict UTF-8. Throws PlanError naming
+ * `what` and the path.
+ */
+export function readBoundedText(path: string, maxBytes: number, what: string): string {
+  const head = readHead(path, { maxBytes, overflow: 'refuse' });
+  if (!head.ok) {
+    if (head.problem === 'NotARegularFile') throw new PlanError(`${what}: ${path} is not a regular file`);
+    if (head.problem === 'EntryTooLarge') throw new PlanError(`${what}: ${path} is larger than ${maxBytes} bytes`);
+    throw new PlanError(`${what}: cannot read ${path}: ${head.problem === 'absent' ? 'ENOENT' : head.problem}`);
+  }
+  try {
+    return UTF8.decode(head.bytes);
+  } catch {
+    throw new PlanError(`${what}: ${path} is not valid UTF-8`);
+  }
+}
+
 const UnitSchema = z
   .object({
-    id: z.string().refine(isValidUnitId, 'must contain only letters, digits, dashes, or underscores'),
+    id: z
+      .string()
+      .refine(isValidUnitId, 'must contain only letters, digits, dashes, or underscores')
+      .superRefine((id, ctx) => {
+        // The dispatcher's own rule (a leading dash, the state directory name's length), so
+        // nothing it would refuse gets as far as a worker.
+        const problem = isValidUnitId(id) ? unitIdProblem(id) : null;
+        if (problem !== null) ctx.addIssue({ code: 'custom', message: `the dispatcher refuses it: ${problem}` });
+      }),
     prompt: nonBlank.optional(),
     prompt_file: nonBlank.optional(),
     mode: z.enum(['plan', 'accept-edits']).optional(),
@@ -119,24 +155,17 @@ export function checkGraph(plan: Plan): void {
 
 /** Read a plan file and resolve each unit's prompt and paths relative to the plan's folder. */
 export function loadPlan(planPath: string): { plan: Plan; units: ResolvedUnit[] } {
-  let text: string;
-  try {
-    text = readFileSync(planPath, 'utf8');
-  } catch (error) {
-    throw new PlanError(`cannot read plan ${planPath}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
-  }
+  const text = readBoundedText(planPath, MAX_PLAN_BYTES, 'plan');
   const plan = parsePlan(text, planPath);
   const base = dirname(resolve(planPath));
   const units = plan.units.map((unit, index): ResolvedUnit => {
     let prompt = unit.prompt;
     if (prompt === undefined) {
       const file = isAbsolute(unit.prompt_file!) ? unit.prompt_file! : resolve(base, unit.prompt_file!);
-      try {
-        prompt = new TextDecoder('utf-8', { fatal: true }).decode(readFileSync(file));
-      } catch (error) {
-        const why = (error as NodeJS.ErrnoException).code ?? 'not valid UTF-8';
-        throw new PlanError(`plan field units[${index}](id ${unit.id}).prompt_file: cannot read ${file}: ${why}`);
-      }
+      prompt = readBoundedText(file, MAX_PROMPT_BYTES, `plan field units[${index}](id ${unit.id}).prompt_file`);
+    }
+    if (Buffer.byteLength(prompt) > MAX_PROMPT_BYTES) {
+      throw new PlanError(`plan field units[${index}](id ${unit.id}).prompt: is larger than ${MAX_PROMPT_BYTES} bytes`);
     }
     return {
       id: unit.id,

@@ -1,4 +1,5 @@
 import type { UnitStatus } from './ledger.js';
+import { isFailedStatus } from './outcome.js';
 
 export interface ScheduleUnit {
   id: string;
@@ -19,7 +20,7 @@ export interface ScheduleView {
 }
 
 export interface ScheduleDecision {
-  /** Pending units that can never run because a dependency failed: [unit, failed dependency]. */
+  /** Pending units that can never run because a dependency failed or is invalid: [unit, that dependency]. */
   failForDependency: Array<[string, string]>;
   /** Units to dispatch now, in plan order, at most the free job slots. */
   start: string[];
@@ -45,7 +46,7 @@ export function decide(view: ScheduleView): ScheduleDecision {
   for (const unit of view.units) {
     const status = view.status.get(unit.id);
     if (!isPending(status)) continue;
-    const failedDep = unit.dependsOn.find((dep) => view.status.get(dep) === 'failed');
+    const failedDep = unit.dependsOn.find((dep) => isFailedStatus(view.status.get(dep)));
     if (failedDep !== undefined) {
       failForDependency.push([unit.id, failedDep]);
       continue;
@@ -69,7 +70,7 @@ export function decide(view: ScheduleView): ScheduleDecision {
   return { failForDependency, start, wakeAt, finished };
 }
 
-/** Exit code of a finished batch: 0, or the number of failed units capped at 100. */
+/** Exit code of a finished batch: 0, or the number of failed and invalid units capped at 100. */
 export function batchExitCode(failed: number): number {
   return Math.min(failed, 100);
 }

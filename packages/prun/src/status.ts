@@ -2,8 +2,10 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { statRegularFile } from '@prun/monitor';
 import { STATE_FILES } from '@prun/unit-state';
-import { batchPaths, BatchError } from './batch.js';
+import { batchPaths } from './batch.js';
+import { BatchError, EXIT } from './errors.js';
 import { readLedger, type LedgerEntry } from './ledger.js';
+import { liveLockHolder } from './lock.js';
 import { loadPlan, PlanError } from './plan.js';
 import { fallbackReason, isDispatcherFor, readResultHead } from './units.js';
 
@@ -21,21 +23,40 @@ export interface UnitStatusRow {
   result_file: string | null;
   state_dir: string | null;
   note: string | null;
+  /** The model that ran, when the unit's dispatcher named it. */
+  model: string | null;
+  quota_fallback: boolean;
 }
 
-/** A batch's units from its ledger, checked against the state directories and result files. */
-export function batchStatus(dir: string): UnitStatusRow[] {
+export interface BatchStatus {
+  units: UnitStatusRow[];
+  /** The pid of the prun process driving the batch right now, if any. */
+  driverPid: number | null;
+  /** Ledger problems a driver would stop on or repair, one line each. */
+  warnings: string[];
+}
+
+/**
+ * A batch's units from its ledger, checked against the state directories and result files.
+ * Read-only and lock-free, so it works while a driver runs.
+ */
+export function batchStatus(dir: string): BatchStatus {
   const paths = batchPaths(dir);
-  if (!existsSync(paths.plan)) throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, 2);
+  if (!existsSync(paths.plan)) throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, EXIT.usage);
   let ids: string[];
   try {
     ids = loadPlan(paths.plan).units.map((unit) => unit.id);
   } catch (error) {
-    if (error instanceof PlanError) throw new BatchError(`${paths.plan}: ${error.message}`, 2);
+    if (error instanceof PlanError) throw new BatchError(`${paths.plan}: ${error.message}`, EXIT.usage);
     throw error;
   }
-  const { latest } = readLedger(paths.ledger);
-  return ids.map((id) => {
+  const ledger = readLedger(paths.ledger);
+  const { latest } = ledger;
+  const warnings: string[] = [];
+  if (!ledger.exists) warnings.push(`the ledger ${paths.ledger} is missing`);
+  if (ledger.badLines.length > 0) warnings.push(`ledger lines ${ledger.badLines.join(', ')} of ${paths.ledger} are not valid entries`);
+  if (ledger.tornTail) warnings.push(`the ledger's last line (${ledger.tornTail.line}) is torn; the next driver sets it aside`);
+  const units = ids.map((id): UnitStatusRow => {
     const entry = latest.get(id);
     const head = readResultHead(paths.result(id));
     const summary = head === 'unparsed' ? null : head;
@@ -46,13 +67,17 @@ export function batchStatus(dir: string): UnitStatusRow[] {
       exit_code: entry?.exit_code ?? null,
       result: head === null ? 'missing' : fallback ? 'fallback' : 'present',
       reason: summary && fallback ? fallbackReason(summary) : null,
-      dispatcher_alive: entry?.status === 'running' && entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, paths.result(id)),
+      dispatcher_alive:
+        entry?.status === 'running' && entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, paths.result(id), entry.dispatcher_start ?? null),
       tail_bytes: entry?.state_dir ? (statRegularFile(join(entry.state_dir, STATE_FILES.tail))?.size ?? 0) : null,
       result_file: entry?.result_file ?? paths.result(id),
       state_dir: entry?.state_dir ?? null,
       note: entry?.note ?? null,
+      model: entry?.model ?? null,
+      quota_fallback: entry?.quota_fallback === true,
     };
   });
+  return { units, driverPid: liveLockHolder(paths.lock), warnings };
 }
 
 /** Plain columns, padded; the last column is free text. */

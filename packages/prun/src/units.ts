@@ -1,4 +1,5 @@
 import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { resultFileOfArgv } from './dispatcher.js';
 import { STATE_DIR_LINE_PREFIX, STATE_FILES, isProcessAlive, parseResultSummary, readStateEntry, type ResultSummary } from '@prun/unit-state';
 
 /** The head of a result file (enough for its header and contract lines), or null if absent/empty. */
@@ -67,23 +68,49 @@ function resultFileArgument(pid: number): string | null {
   } catch {
     return null;
   }
-  const at = argv.indexOf('--result-file');
-  return at === -1 ? null : (argv[at + 1] ?? null);
+  // argv[0] is node and argv[1] the dispatcher's bin; the final NUL leaves an empty last element.
+  const options = argv.slice(2);
+  if (options.at(-1) === '') options.pop();
+  return resultFileOfArgv(options);
+}
+
+/**
+ * When a process started, in clock ticks since boot (field 22 of /proc/<pid>/stat). With the pid
+ * it names one process for the life of the machine: a reused pid has a later start time.
+ */
+export function processStartTime(pid: number): string | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // The command name (field 2) may hold spaces and parentheses: count fields after its last `)`.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return fields[19] ?? null;
+}
+
+/** A dispatcher as the ledger records it: its pid and, when known, its start time. */
+export interface DispatcherIdentity {
+  pid: number;
+  start: string | null;
 }
 
 /**
  * Whether pid is a running dispatcher publishing to `resultPath` (the exact absolute path prun
- * passed), so a recycled pid, or another unit's dispatcher, is never taken for this unit's.
+ * passed) and, when `start` is given, the very process that was recorded: a recycled pid, or
+ * another unit's dispatcher, is never taken for this unit's.
  */
-export function isDispatcherFor(pid: number, resultPath: string): boolean {
-  return resultFileArgument(pid) === resultPath && isRunning(pid);
+export function isDispatcherFor(pid: number, resultPath: string, start: string | null = null): boolean {
+  if (resultFileArgument(pid) !== resultPath || !isRunning(pid)) return false;
+  return start === null || processStartTime(pid) === start;
 }
 
 /**
- * The pid of a running dispatcher publishing to `resultPath`, found by its command line. This
- * finds a dispatcher that was started but not yet recorded when its batch process died.
+ * A running dispatcher publishing to `resultPath`, found by its command line. This finds a
+ * dispatcher that was started but not yet recorded when its batch process died.
  */
-export function findDispatcherFor(resultPath: string): number | null {
+export function findDispatcherFor(resultPath: string): DispatcherIdentity | null {
   let entries: string[];
   try {
     entries = readdirSync('/proc');
@@ -91,9 +118,56 @@ export function findDispatcherFor(resultPath: string): number | null {
     return null;
   }
   for (const entry of entries) {
-    if (/^\d+$/.test(entry) && isDispatcherFor(Number(entry), resultPath)) return Number(entry);
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    if (pid === process.pid) continue;
+    const start = processStartTime(pid);
+    if (start !== null && isDispatcherFor(pid, resultPath, start)) return { pid, start };
   }
   return null;
+}
+
+/** What the state directory says about the model: the one that ran, and the routing notes. */
+export interface ModelFacts {
+  model: string | null;
+  notes: string[];
+  /** A MODEL-FALLBACK forced by quota (the Claude and GPT group exhausted), not by a listing. */
+  quotaFallback: boolean;
+}
+
+/** `<state-dir>/model` and `<state-dir>/quota-note`, read by the unit-state rules. */
+export function readModelFacts(stateDir: string): ModelFacts {
+  const model = readStateEntry(stateDir, STATE_FILES.model);
+  const note = readStateEntry(stateDir, STATE_FILES.quotaNote);
+  const notes = note.ok ? note.text.split('\n').map((line) => line.trim()).filter(Boolean) : [];
+  const ran = model.ok ? model.text.trim() : '';
+  return {
+    model: ran === '' ? null : ran,
+    notes,
+    // The quota package's MODEL-FALLBACK note names its reason; a template-unlisted fallback is
+    // a listing matter, not a quota one.
+    quotaFallback: notes.some((line) => line.startsWith('MODEL-FALLBACK ') && line.includes(' reason=claude-and-gpt-quota-exhausted')),
+  };
+}
+
+/** The last non-blank line of a dispatcher's captured stderr (its own message on an early exit). */
+export function lastLogLine(path: string, bytes = 4096): string | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const size = statSync(path).size;
+    const length = Math.min(size, bytes);
+    const buffer = Buffer.alloc(length);
+    readSync(fd, buffer, 0, length, size - length);
+    const lines = buffer.toString('utf8').split('\n').map((line) => line.trim()).filter(Boolean);
+    return lines.at(-1) ?? null;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Whether a state directory recorded a conversation a follow-up turn can continue. */

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
@@ -85,7 +85,7 @@ describe('prun batch', () => {
     expect(lines.filter((l) => l.id === 'u07' && l.status === 'running').length).toBeGreaterThanOrEqual(2);
     // The refused attempt's FALLBACK was kept aside, and the unit's result is the real one.
     expect(readFileSync(join(dir, 'results', 'u07.attempt-1.md'), 'utf8')).toMatch(/^# u07 result \(FALLBACK, /);
-    expect(readFileSync(join(dir, 'results', 'u07.md'), 'utf8')).toMatch(/^# unit result\n/);
+    expect(readFileSync(join(dir, 'results', 'u07.md'), 'utf8')).toMatch(/^# u07 result\n/);
 
     // Every unit ends with a result or a FALLBACK; dependency failures say why.
     for (const id of Object.keys(statuses)) expect(existsSync(join(dir, 'results', `${id}.md`)), id).toBe(true);
@@ -115,7 +115,7 @@ describe('prun batch', () => {
     const calls = workerCalls(box.logDir);
     for (const id of ['k1', 'k2', 'k3', 'k4', 'k5', 'k6']) {
       expect(calls.filter((call) => call.unit === id).length, id).toBe(1);
-      expect(readFileSync(join(dir, 'results', `${id}.md`), 'utf8')).toMatch(/^# unit result\n/);
+      expect(readFileSync(join(dir, 'results', `${id}.md`), 'utf8')).toMatch(new RegExp(`^# ${id} result\n`));
     }
   }, 90_000);
 
@@ -135,10 +135,10 @@ describe('prun batch', () => {
     expect(r1Calls[1]!.argv.join(' ')).toContain('--conversation conv-fixed-0001');
     expect(workerCalls(box.logDir).filter((call) => call.unit === 'r3')).toHaveLength(1);
     expect(readFileSync(join(dir, 'results', 'r1.attempt-1.md'), 'utf8')).toMatch(/^# r1 result \(FALLBACK, /);
-    expect(readFileSync(join(dir, 'results', 'r1.md'), 'utf8')).toMatch(/^# unit result\n/);
+    expect(readFileSync(join(dir, 'results', 'r1.md'), 'utf8')).toMatch(/^# r1 result\n/);
   }, 60_000);
 
-  it('stops every unit on SIGTERM, keeps the ledger consistent and exits 143', async () => {
+  it('stops every unit on SIGTERM, records them interrupted, keeps the ledger consistent and exits 143', async () => {
     box = sandbox({ PRUN_AGY_KILL_GRACE_SECONDS: '60' });
     const pidFile = join(box.root, 'agy-pids');
     const env = { ...box.env, FAKE_AGY_PID_FILE: pidFile };
@@ -150,7 +150,7 @@ describe('prun batch', () => {
     const result = await run;
     expect(result.exitCode).toBe(143);
     const latest = latestStatus(dir);
-    expect(latest).toEqual({ h1: 'failed', h2: 'failed', h3: 'queued' });
+    expect(latest).toEqual({ h1: 'interrupted', h2: 'interrupted', h3: 'queued' });
     for (const id of ['h1', 'h2']) {
       const last = ledger(dir).filter((l) => l.id === id).at(-1)!;
       expect(last.exit_code).toBe(143);
@@ -197,23 +197,23 @@ describe('prun batch', () => {
     box = sandbox();
     const plan = writePlan(box.root, [unit('w1', {}, '[[agy DELAY_MS=1500]]')]);
     const dir = join(box.root, 'batch');
-    // Lay the batch out with a run that cannot find agy (the unit fails before any state).
-    const first = await prun(['batch', plan, '--dir', dir], { env: { ...box.env, ANTIGRAVITY_BIN: join(box.root, 'no-agy') }, cwd: box.root });
+    // Lay the batch out with a run whose worker fails, then take its FALLBACK away.
+    const first = await prun(['batch', plan, '--dir', dir], { env: { ...box.env, FAKE_AGY_EXIT: '3' }, cwd: box.root });
     expect(first.exitCode).toBe(1);
-    expect(existsSync(join(dir, 'results', 'w1.md'))).toBe(false);
+    rmSync(join(dir, 'results', 'w1.md'));
     // What a batch killed between its pre-spawn `running` line and the pid line leaves behind:
     const last = ledger(dir).at(-1)!;
     writeFileSync(join(dir, 'ledger.jsonl'), `${JSON.stringify({ ...last, status: 'running', exit_code: null, ended_at: null, note: undefined })}\n`, { flag: 'a' });
     const orphan = execa(process.execPath, [dispatcherBin, '--prompt-file', join(dir, 'prompts', 'w1.md'), '--result-file', join(dir, 'results', 'w1.md'), '--unit-id', 'w1'], {
       env: box.env, extendEnv: false, cwd: dir, detached: true, stdio: 'ignore',
     });
-    await waitFor(() => workerCalls(box!.logDir).length === 1, 'the orphan dispatch to start its worker');
+    await waitFor(() => workerCalls(box!.logDir).length === 2, 'the orphan dispatch to start its worker');
 
     const resumed = await prun(['batch', '--resume', dir, '--json'], { env: box.env, cwd: box.root });
     await orphan;
     expect(resumed.exitCode).toBe(0);
     expect(latestStatus(dir)).toEqual({ w1: 'done' });
-    expect(workerCalls(box.logDir)).toHaveLength(1);
+    expect(workerCalls(box.logDir)).toHaveLength(2);
     expect(ledger(dir).some((l) => l.id === 'w1' && /adopted/.test(l.note ?? ''))).toBe(true);
   }, 60_000);
 });

@@ -8,7 +8,8 @@ export const repoRoot = fileURLToPath(new URL('../../..', import.meta.url));
 export const prunBin = join(repoRoot, 'packages/prun/bin/prun.js');
 export const agyByPrompt = fileURLToPath(new URL('fixtures/agy-by-prompt.mjs', import.meta.url));
 
-export const RESULT_TEXT = '# unit result\nConclusion: complete\nFiles: none\nOpen items: none\nVerification: fake agy\n';
+/** A response in the return contract; the fixture puts each unit's id in the header. */
+export const RESULT_TEXT = '# {{unit}} result\nConclusion: complete\nFiles: none\nOpen items: none\nVerification: fake agy\n';
 
 export interface Sandbox {
   root: string;
@@ -88,7 +89,8 @@ export function workerCalls(logDir: string): Array<AgyCall & { unit: string | nu
     .filter(Boolean)
     .map((line) => JSON.parse(line) as AgyCall)
     .filter((call) => call.kind === 'worker')
-    .map((call) => ({ ...call, unit: /UNIT-ID:(\w+)/.exec(call.prompt ?? '')?.[1] ?? null }));
+    // The unit's own `UNIT-ID:<id>` marker, else (a restatement turn) the relay's `# <id> result` shape line.
+    .map((call) => ({ ...call, unit: /UNIT-ID:([\w-]+)/.exec(call.prompt ?? '')?.[1] ?? /^# ([\w-]+) result$/m.exec(call.prompt ?? '')?.[1] ?? null }));
 }
 
 /** Poll until `check` holds or the deadline passes (then throw with `what`). */

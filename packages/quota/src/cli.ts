@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { ArgvError, parseArgv as parseBySpec, renderHelp } from '@prun/kit/spec';
 import { z } from 'zod';
 import { type Env } from './location.js';
 import { routeForDispatch } from './load.js';
@@ -8,82 +9,51 @@ import { DEFAULT_MODEL, pyStrip } from './models.js';
 import { buildReadout, formatReadout } from './readout.js';
 import { findAgyForRefresh, refresh, type RefreshResult } from './refresh.js';
 import { QUOTA_EXHAUSTED_EXIT } from './route.js';
+import { SPEC } from './spec.js';
 
-const BIN = 'prun-quota';
+const BIN = SPEC.name;
 
 const EXIT = { ok: 0, refreshFailed: 1, usage: 2, internal: 70, blocked: QUOTA_EXHAUSTED_EXIT } as const;
 
-const HELP = `Usage:
-  ${BIN} [--json] [--no-refresh]       readout of both Agy quota groups
-  ${BIN} refresh [--force] [--json]    query agy /usage and rewrite the snapshot
-  ${BIN} route [--model M] [--json]    the model a unit would run on, or why it may not start
-
-The snapshot is $AGY_QUOTA_CACHE, else ~/.claude/agy-quota-cache.json.
-route: --model M (or a non-blank ANTIGRAVITY_DISPATCH_MODEL) names a pinned model;
-without one the unit is unpinned and starts from ${DEFAULT_MODEL}. The model to run is the
-only stdout line; a MODEL-BALANCE/MODEL-FALLBACK note goes to stderr.
-The readout starts a background refresh when the snapshot is older than the TTL
-(unless --no-refresh).
-
-Environment: AGY_QUOTA_CACHE, AGY_QUOTA_TTL_SECONDS (300), AGY_QUOTA_TIMEOUT_SECONDS (30),
-ANTIGRAVITY_BIN (agy), ANTIGRAVITY_DISPATCH_MODEL, PRUN_AGY_QUOTA_GATE (0/off/false/disabled/no = off).
-
-Exit codes:
-  0   success (readout printed, refresh written or skipped, route may run)
-  1   refresh failed (no agy, agy failed or timed out, bad /usage answer, write failed)
-  2   usage error
-  70  internal error
-  75  route: blocked, the quota group(s) the unit needs are exhausted
-`;
-
-class UsageError extends Error {}
+/** A usage mistake in the command at `path`; the message points at that command's help. */
+class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly path: readonly string[] = [],
+  ) {
+    super(message);
+  }
+}
 
 const OptionsSchema = z.discriminatedUnion('command', [
   z.object({ command: z.literal('readout'), json: z.boolean(), backgroundRefresh: z.boolean() }),
   z.object({ command: z.literal('refresh'), json: z.boolean(), force: z.boolean() }),
   z.object({ command: z.literal('route'), json: z.boolean(), model: z.string().optional() }),
-  z.object({ command: z.literal('help') }),
+  z.object({ command: z.literal('help'), path: z.array(z.string()) }),
   z.object({ command: z.literal('version') }),
 ]);
 type Options = z.infer<typeof OptionsSchema>;
 
-const FLAGS: Record<'readout' | 'refresh' | 'route', readonly string[]> = {
-  readout: ['--json', '--no-refresh'],
-  refresh: ['--json', '--force'],
-  route: ['--json', '--model'],
-};
-
 export function parseArgv(argv: readonly string[]): Options {
-  if (argv.includes('--help') || argv.includes('-h')) return { command: 'help' };
-  if (argv.includes('--version')) return { command: 'version' };
-  let rest = [...argv];
-  let command: 'readout' | 'refresh' | 'route' = 'readout';
-  if (rest[0] === 'refresh' || rest[0] === 'route') {
-    command = rest[0];
-    rest = rest.slice(1);
+  let parsed;
+  try {
+    parsed = parseBySpec(SPEC, argv);
+  } catch (error) {
+    throw error instanceof ArgvError ? new UsageError(error.message, error.path) : error;
   }
-  const seen = new Set<string>();
-  let model: string | undefined;
-  for (let index = 0; index < rest.length; index += 1) {
-    const arg = rest[index] as string;
-    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
-    if (!flag.startsWith('-')) throw new UsageError(`unexpected argument '${arg}'`);
-    if (!FLAGS[command].includes(flag)) throw new UsageError(`unknown option '${flag}'${command === 'readout' ? '' : ` for '${command}'`}`);
-    if (seen.has(flag)) throw new UsageError(`option '${flag}' given twice`);
-    seen.add(flag);
-    if (flag === '--model') {
-      const value = inline ?? rest[(index += 1)];
-      if (value === undefined) throw new UsageError("option '--model' needs a model name");
-      model = pyStrip(value);
-      if (model === '') throw new UsageError("option '--model' needs a non-blank model name");
-    } else if (inline !== undefined) {
-      throw new UsageError(`option '${flag}' takes no value`);
-    }
+  if (parsed.kind === 'help') return { command: 'help', path: parsed.path };
+  if (parsed.kind === 'version') return { command: 'version' };
+  const { options } = parsed;
+  const command = parsed.path[0] ?? 'readout';
+  const json = options['json'] === true;
+  if (command === 'refresh') return OptionsSchema.parse({ command, json, force: options['force'] === true });
+  if (command === 'route') {
+    const given = options['model'] as string | undefined;
+    const model = given === undefined ? undefined : pyStrip(given);
+    if (model === '') throw new UsageError('--model needs a non-blank model name', ['route']);
+    return OptionsSchema.parse({ command, json, ...(model === undefined ? {} : { model }) });
   }
-  const json = seen.has('--json');
-  if (command === 'readout') return OptionsSchema.parse({ command, json, backgroundRefresh: !seen.has('--no-refresh') });
-  if (command === 'refresh') return OptionsSchema.parse({ command, json, force: seen.has('--force') });
-  return OptionsSchema.parse({ command, json, ...(model === undefined ? {} : { model }) });
+  return OptionsSchema.parse({ command: 'readout', json, backgroundRefresh: options['no-refresh'] !== true });
 }
 
 function say(message: string): void {
@@ -128,7 +98,7 @@ function reportRefresh(result: RefreshResult): void {
 async function runCommand(options: Options, env: Env): Promise<number> {
   switch (options.command) {
     case 'help':
-      process.stdout.write(HELP);
+      process.stdout.write(renderHelp(SPEC, options.path));
       return EXIT.ok;
     case 'version':
       out(packageVersion());
@@ -176,7 +146,7 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = await runCommand(parseArgv(argv), process.env);
   } catch (error) {
     if (error instanceof UsageError) {
-      say(`${error.message} (see ${BIN} --help)`);
+      say(`${error.message} (see ${[BIN, ...error.path].join(' ')} --help)`);
       process.exitCode = EXIT.usage;
       return;
     }

@@ -23,6 +23,9 @@ export {
   BALANCE_MARGIN,
   MARGIN_TOLERANCE,
   GATE_OFF_VALUES,
+  BOTH_EXHAUSTED_PHRASE,
+  GEMINI_EXHAUSTED_PHRASE,
+  UNKNOWN_RESET,
   type RouteDecision,
   gateEnabled,
   routeNeedsSnapshot,
@@ -34,6 +37,7 @@ export {
   balanceNote,
   quotaFallbackNote,
 } from './route.js';
+export { isQuotaBlock, blockResetTimes, earliestBlockReset } from './block.js';
 export { QUOTA_CACHE_MAX_AGE_SECONDS, type LoadOptions, type RouteForDispatchOptions, loadPoolStatesForDispatch, routeForDispatch } from './load.js';
 export {
   REFRESH_TTL_SECONDS,

@@ -41,14 +41,20 @@ function otherPool(pool: Pool): Pool {
   return pool === 'gemini' ? 'second' : 'gemini';
 }
 
+/** How a block text starts when both groups are empty, and when the Gemini group is. */
+export const BOTH_EXHAUSTED_PHRASE = 'both Agy quota groups are exhausted';
+export const GEMINI_EXHAUSTED_PHRASE = 'the Agy Gemini quota group is exhausted';
+/** What a block text says in place of a reset time the snapshot does not give. */
+export const UNKNOWN_RESET = 'later';
+
 export function bothExhaustedText(states: PoolStates): string {
-  const geminiReset = states.gemini?.reset || 'later';
-  const secondReset = states.second?.reset || 'later';
-  return `both Agy quota groups are exhausted (Gemini resets ${geminiReset}, Claude and GPT resets ${secondReset}).`;
+  const geminiReset = states.gemini?.reset || UNKNOWN_RESET;
+  const secondReset = states.second?.reset || UNKNOWN_RESET;
+  return `${BOTH_EXHAUSTED_PHRASE} (Gemini resets ${geminiReset}, Claude and GPT resets ${secondReset}).`;
 }
 
 export function geminiExhaustedText(own: PoolState, otherKnown: boolean): string {
-  const text = `the Agy Gemini quota group is exhausted (resets ${own.reset || 'later'}).`;
+  const text = `${GEMINI_EXHAUSTED_PHRASE} (resets ${own.reset || UNKNOWN_RESET}).`;
   if (!otherKnown) return text;
   // Spending the smaller metered group is the operator's call: the message names the way to it.
   return `${text} Wait for that reset, or name a model in the Claude and GPT group through ANTIGRAVITY_DISPATCH_MODEL if that escalation is wanted.`;
@@ -73,6 +79,8 @@ export function balance(model: string, states: PoolStates): { model: string; not
   if (own === undefined || other === undefined) return { model };
   const moved = { model: SECOND_MODEL, note: balanceNote(model, SECOND_MODEL, own, other) };
   if (!hasRoom(own) && hasRoom(other)) return moved;
+  // Never move into an empty group (a negative own fraction could otherwise "lead" into one).
+  if (!hasRoom(other)) return { model };
   if (other.remaining - own.remaining < BALANCE_MARGIN - MARGIN_TOLERANCE) return { model };
   if (!REQUIRED_WINDOWS.every((window) => other.windows.includes(window))) return { model };
   return moved;

@@ -326,14 +326,14 @@ describe.concurrent('prun-quota readout', () => {
 
 describe.concurrent('prun-quota usage', () => {
   it.each([
-    [['--bogus'], "prun-quota: unknown option '--bogus' (see prun-quota --help)"],
-    [['route', '--model'], "prun-quota: option '--model' needs a model name (see prun-quota --help)"],
-    [['route', '--model', '  '], "prun-quota: option '--model' needs a non-blank model name (see prun-quota --help)"],
-    [['refresh', '--model', 'x'], "prun-quota: unknown option '--model' for 'refresh' (see prun-quota --help)"],
-    [['route', 'extra'], "prun-quota: unexpected argument 'extra' (see prun-quota --help)"],
-    [['status'], "prun-quota: unexpected argument 'status' (see prun-quota --help)"],
-    [['refresh', '--force', '--force'], "prun-quota: option '--force' given twice (see prun-quota --help)"],
-    [['--json=yes'], "prun-quota: option '--json' takes no value (see prun-quota --help)"],
+    [['--bogus'], 'prun-quota: unknown option: --bogus (see prun-quota --help)'],
+    [['route', '--model'], "prun-quota: --model needs a value (M) (see prun-quota route --help)"],
+    [['route', '--model', '  '], "prun-quota: --model needs a non-blank model name (see prun-quota route --help)"],
+    [['refresh', '--model', 'x'], "prun-quota: unknown option for 'refresh': --model (see prun-quota refresh --help)"],
+    [['route', 'extra'], "prun-quota: unexpected argument 'extra' for 'route' (see prun-quota route --help)"],
+    [['status'], 'prun-quota: unknown command: status (see prun-quota --help)'],
+    [['refresh', '--force', '--force'], "prun-quota: --force given twice (see prun-quota refresh --help)"],
+    [['--json=yes'], 'prun-quota: --json takes no value (see prun-quota --help)'],
   ])('%j → exit 2', async (args, message) => {
     expect(await bin(args, baseEnv())).toEqual({ code: 2, stdout: '', stderr: message });
   });

@@ -250,3 +250,13 @@ describe('routing invariants (property)', () => {
     );
   });
 });
+
+describe('balance never moves into an empty group', () => {
+  it('an unpinned unit whose Gemini group reads below zero stays put when the other group is empty too', () => {
+    const both = ['5h', 'weekly'] as const;
+    const decision = route(DEFAULT_MODEL, false, { gemini: { remaining: -0.15, reset: '', windows: [...both] }, second: { remaining: 0, reset: '', windows: [...both] } }, {});
+    expect(decision.model).toBe(DEFAULT_MODEL);
+    expect(decision.note).toBeUndefined();
+    expect(decision.block).toMatch(/^both Agy quota groups are exhausted/);
+  });
+});

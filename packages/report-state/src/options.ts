@@ -1,5 +1,6 @@
-import { z } from 'zod';
+import { ArgvError, parseArgv } from '@prun/kit/spec';
 import type { SortOrder } from './report.js';
+import { SPEC } from './spec.js';
 
 export interface ReportOptions {
   /** As given; empty means the system temporary directory. */
@@ -17,68 +18,31 @@ export type ParsedArgs =
   | { kind: 'version' }
   | { kind: 'usage-error'; message: string };
 
-const SortSchema = z.enum(['path', 'tail-bytes-desc']);
-// argparse's int: an optional sign; a negative minimum simply hides nothing (spec §5.2).
-const MinTailBytesSchema = z
-  .string()
-  .regex(/^[+-]?[0-9]+$/, 'must be an integer')
-  .transform(Number)
-  .refine(Number.isSafeInteger, 'is too large');
-
-const FLAGS = {
-  '--json': 'json',
-  '--summary': 'summary',
-  '--include-legacy-pid': 'includeLegacyPid',
-} as const;
-const VALUED = new Set(['--root', '--sort', '--min-tail-bytes']);
-
-/** argv → options. Unknown options, operands, and bad values are usage errors (exit 2). */
+/**
+ * argv → options, by the declaration in spec.ts. Unknown options, operands, and bad values are
+ * usage errors (exit 2). `--min-tail-bytes` is argparse's int: an optional sign; a negative
+ * minimum simply hides nothing.
+ */
 export function parseArgs(argv: readonly string[]): ParsedArgs {
-  const options: ReportOptions = {
-    roots: [],
-    json: false,
-    summary: false,
-    sort: 'path',
-    minTailBytes: 0,
-    includeLegacyPid: false,
-  };
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i]!;
-    if (arg === '-h' || arg === '--help') return { kind: 'help' };
-    if (arg === '--version') return { kind: 'version' };
-    if (arg in FLAGS) {
-      options[FLAGS[arg as keyof typeof FLAGS]] = true;
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
-    if (!VALUED.has(name)) {
-      const what = arg.startsWith('-') ? `unknown option '${name}'` : `unexpected argument '${arg}'`;
-      return { kind: 'usage-error', message: `${what} (see --help)` };
-    }
-    let value: string;
-    if (name !== arg) {
-      value = arg.slice(eq + 1);
-    } else if (i + 1 < argv.length) {
-      i += 1;
-      value = argv[i]!;
-    } else {
-      return { kind: 'usage-error', message: `${name} needs a value` };
-    }
-    if (name === '--root') {
-      options.roots.push(value);
-    } else if (name === '--sort') {
-      const sort = SortSchema.safeParse(value);
-      if (!sort.success) return { kind: 'usage-error', message: `--sort must be path or tail-bytes-desc, not '${value}'` };
-      options.sort = sort.data;
-    } else {
-      const min = MinTailBytesSchema.safeParse(value);
-      if (!min.success) {
-        const reason = min.error.issues[0]?.message ?? 'is invalid';
-        return { kind: 'usage-error', message: `--min-tail-bytes ${reason}, not '${value}'` };
-      }
-      options.minTailBytes = min.data;
-    }
+  let parsed;
+  try {
+    parsed = parseArgv(SPEC, argv);
+  } catch (error) {
+    if (!(error instanceof ArgvError)) throw error;
+    const hint = /^(unknown option|unexpected argument)/.test(error.message) ? ' (see --help)' : '';
+    return { kind: 'usage-error', message: `${error.message}${hint}` };
   }
-  return { kind: 'run', options };
+  if (parsed.kind !== 'run') return { kind: parsed.kind };
+  const { options } = parsed;
+  return {
+    kind: 'run',
+    options: {
+      roots: (options['root'] as string[] | undefined) ?? [],
+      json: options['json'] === true,
+      summary: options['summary'] === true,
+      sort: (options['sort'] as SortOrder | undefined) ?? 'path',
+      minTailBytes: (options['min-tail-bytes'] as number | undefined) ?? 0,
+      includeLegacyPid: options['include-legacy-pid'] === true,
+    },
+  };
 }

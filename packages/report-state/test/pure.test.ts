@@ -312,8 +312,8 @@ describe('options', () => {
   });
 
   it.each([
-    [['--bogus'], "unknown option '--bogus'"],
-    [['--json=1'], "unknown option '--json'"],
+    [['--bogus'], 'unknown option: --bogus (see --help)'],
+    [['--json=1'], '--json takes no value'],
     [['stray'], "unexpected argument 'stray'"],
     [['--sort', 'bad'], "--sort must be path or tail-bytes-desc, not 'bad'"],
     [['--min-tail-bytes', '1.5'], "--min-tail-bytes must be an integer, not '1.5'"],

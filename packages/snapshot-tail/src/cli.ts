@@ -1,35 +1,10 @@
 import { readFileSync } from 'node:fs';
+import { renderHelp } from '@prun/kit/spec';
 import { EXIT, SnapshotError } from './errors.js';
 import { BIN, USAGE, UsageError, parseArgs, parseEnv } from './options.js';
 import { renderJson, renderText } from './render.js';
 import { removeLiveTemporaryFiles, snapshotTail } from './snapshot.js';
-
-const HELP = `${USAGE}
-
-Copy one prun unit's tail into a verified two-member stored ZIP (tail.bin, manifest.json),
-published by hard link so an existing file is never replaced. At most the size the tail had
-when it was opened is copied; a tail still growing is cut at that size.
-
-options:
-  --unit UNIT      the unit state directory (its 'tail' is the source)
-  --dest DEST      directory for snapshot-<UTC stamp>-<8 hex>.zip (default:
-                   $XDG_STATE_HOME/anywhere-agents/prun/snapshots, or
-                   ~/.local/state/anywhere-agents/prun/snapshots; created 0700)
-  --output OUTPUT  exact archive path (not with --dest)
-  --json           print {"published", "manifest", "warning"} as JSON
-  -h, --help       show this help
-  --version        print the version
-
-exit codes:
-  0   published
-  2   usage error (bad option, --unit not a directory, --output name that traverses)
-  3   the destination name already exists (it is left untouched)
-  4   the tail cannot be opened or read, or is not a regular file
-  5   the archive could not be built or did not validate
-  6   destination directory unusable (group/world-accessible, cannot be created,
-      no temporary file possible) or the hard link failed for another reason
-  70  internal error
-`;
+import { SPEC } from './spec.js';
 
 function packageVersion(): string {
   const raw: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
@@ -61,7 +36,7 @@ export async function main(argv: string[]): Promise<void> {
     throw error;
   }
   if (parsed.kind === 'help') {
-    process.stdout.write(HELP);
+    process.stdout.write(renderHelp(SPEC));
     return;
   }
   if (parsed.kind === 'version') {

@@ -1,8 +1,10 @@
+import { argparseSpecOf, parseLikeArgparse, usageLine } from '@prun/kit/spec';
 import { z } from 'zod';
+import { SPEC } from './spec.js';
 
-export const BIN = 'prun-snapshot-tail';
+export const BIN = SPEC.name;
 
-export const USAGE = `usage: ${BIN} [-h] [--version] --unit UNIT [--dest DEST | --output OUTPUT] [--json]`;
+export const USAGE = usageLine(SPEC);
 
 /** What the user asked for, after argv parsing. Empty `--dest`/`--output` mean "not given". */
 export interface SnapshotOptions {
@@ -32,91 +34,36 @@ const OptionsSchema = z.object({
   json: z.boolean(),
 });
 
-type ValueOption = '--unit' | '--dest' | '--output';
-type FlagOption = '--json' | '--help' | '--version';
-const VALUE_OPTIONS: readonly ValueOption[] = ['--unit', '--dest', '--output'];
-const FLAG_OPTIONS: readonly FlagOption[] = ['--json', '--help', '--version'];
-const ALL_OPTIONS: readonly string[] = [...VALUE_OPTIONS, ...FLAG_OPTIONS];
-const EXCLUSIVE: readonly ValueOption[] = ['--dest', '--output'];
-
-// argparse takes `-5` as a value but any other dash-led word as an option.
-const LOOKS_LIKE_NEGATIVE_NUMBER = /^-\d+$|^-\d*\.\d+$/;
-
-function resolveOptionName(word: string): string {
-  if (word === '-h') return '--help';
-  if (ALL_OPTIONS.includes(word)) return word;
-  // argparse accepts an unambiguous prefix of a long option.
-  const matches = ALL_OPTIONS.filter((name) => name.startsWith(word));
-  if (matches.length === 1) return matches[0]!;
-  if (matches.length > 1) throw new UsageError(`ambiguous option: ${word} could match ${matches.join(', ')}`);
-  return word;
-}
+const ARGPARSE = argparseSpecOf(SPEC);
 
 /**
- * Parse argv the way the upstream argparse parser does, in order: `--help`/`--version` win when
- * reached, `--dest` and `--output` exclude each other (even when one is empty), the last of a
- * repeated option wins, and `--unit` is required.
+ * Parse argv the way the upstream argparse parser does (kit's shared argparse rules), in order:
+ * `--help`/`--version` win when reached, `--dest` and `--output` exclude each other (even when
+ * one is empty), the last of a repeated option wins, and `--unit` is required.
  */
 export function parseArgs(argv: readonly string[]): ParsedArgs {
-  const values: Partial<Record<ValueOption, string>> = {};
-  let json = false;
-  const unrecognized: string[] = [];
-  let seenExclusive: ValueOption | undefined;
-  for (let i = 0; i < argv.length; i += 1) {
-    const word = argv[i]!;
-    if (word === '--') {
-      unrecognized.push(...argv.slice(i + 1));
-      break;
-    }
-    if (!word.startsWith('-') || word === '-' || LOOKS_LIKE_NEGATIVE_NUMBER.test(word)) {
-      unrecognized.push(word);
-      continue;
-    }
-    const equals = word.startsWith('--') ? word.indexOf('=') : -1;
-    const name = resolveOptionName(equals === -1 ? word : word.slice(0, equals));
-    const inline = equals === -1 ? undefined : word.slice(equals + 1);
-    if ((FLAG_OPTIONS as readonly string[]).includes(name)) {
-      if (inline !== undefined) throw new UsageError(`argument ${name}: ignored explicit argument '${inline}'`);
-      if (name === '--help') return { kind: 'help' };
-      if (name === '--version') return { kind: 'version' };
-      json = true;
-      continue;
-    }
-    if (!(VALUE_OPTIONS as readonly string[]).includes(name)) {
-      unrecognized.push(word);
-      continue;
-    }
-    const option = name as ValueOption;
-    let value = inline;
-    if (value === undefined) {
-      const next = argv[i + 1];
-      if (next === undefined || (next.startsWith('-') && next !== '-' && !LOOKS_LIKE_NEGATIVE_NUMBER.test(next))) {
-        throw new UsageError(`argument ${option}: expected one argument`);
-      }
-      value = next;
-      i += 1;
-    }
-    if (EXCLUSIVE.includes(option)) {
-      if (seenExclusive !== undefined && seenExclusive !== option) {
-        throw new UsageError(`argument ${option}: not allowed with argument ${seenExclusive}`);
-      }
-      seenExclusive = option;
-    }
-    values[option] = value;
-  }
-  if (values['--unit'] === undefined) throw new UsageError('the following arguments are required: --unit');
-  if (unrecognized.length > 0) throw new UsageError(`unrecognized arguments: ${unrecognized.join(' ')}`);
+  const outcome = parseLikeArgparse(ARGPARSE, argv);
+  if (outcome.kind === 'error') throw new UsageError(outcome.message);
+  if (outcome.kind !== 'args') return outcome;
+  const { values } = outcome;
+  const dest = values.get('--dest');
+  const output = values.get('--output');
   const parsed = OptionsSchema.safeParse({
-    unit: values['--unit'],
-    ...(values['--dest'] ? { dest: values['--dest'] } : {}),
-    ...(values['--output'] ? { output: values['--output'] } : {}),
-    json,
+    unit: values.get('--unit'),
+    ...(dest ? { dest } : {}),
+    ...(output ? { output } : {}),
+    json: values.has('--json'),
   });
   if (!parsed.success) throw new UsageError(parsed.error.issues[0]?.message ?? 'invalid arguments');
-  const { unit, dest, output } = parsed.data;
+  const { unit, json } = parsed.data;
   return {
     kind: 'run',
-    options: { unit, json, ...(dest !== undefined ? { dest } : {}), ...(output !== undefined ? { output } : {}) },
+    options: {
+      unit,
+      json,
+      ...(parsed.data.dest !== undefined ? { dest: parsed.data.dest } : {}),
+      ...(parsed.data.output !== undefined ? { output: parsed.data.output } : {}),
+    },
   };
 }
 

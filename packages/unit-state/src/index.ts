@@ -22,9 +22,10 @@ export {
 } from './publish.js';
 export {
   FALLBACK_HEADER_PATTERN,
+  FALLBACK_CONCLUSION_PREFIX,
+  fallbackReason,
   type FallbackInput,
   type ResultSummary,
-  ResultSummarySchema,
   fallbackHeader,
   resultHeader,
   isFallbackFirstLine,

@@ -43,6 +43,8 @@ export const STATE_FILES = {
   runtime: 'runtime',
   /** Written by the Python dispatcher instead of `runtime`; still readable. */
   legacyInterpreter: 'python-interpreter',
+  /** How the worker was isolated (`isolation: pid` or `isolation: none` with a reason). */
+  isolation: 'isolation',
   /** The worker's scratch directory when `PRUN_SCRATCH_CWD` is unset. */
   workDir: 'work',
 } as const;

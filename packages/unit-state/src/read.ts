@@ -1,4 +1,5 @@
-import { closeSync, constants, fstatSync, openSync, readSync, statSync, type PathLike, type Stats } from 'node:fs';
+import { isPidAlive, readHead, type HeadProblem } from '@prun/kit/fs';
+import type { PathLike } from 'node:fs';
 import { join } from 'node:path';
 import { STATE_FILES } from './names.js';
 import { firstLine } from './result.js';
@@ -10,55 +11,18 @@ export const MAX_ENTRY_BYTES = 65536;
  * Why an entry could not be read: `absent`, `NotARegularFile`, `EntryTooLarge`, or the Node
  * error code (`EACCES`, `ENOTDIR`, `ELOOP`, ...) of the failing call.
  */
-export type EntryProblem = 'absent' | 'NotARegularFile' | 'EntryTooLarge' | string;
+export type EntryProblem = HeadProblem;
 
 export type EntryRead = { ok: true; text: string; bytes: Buffer } | { ok: false; problem: EntryProblem };
 
-function problemOf(error: unknown): EntryProblem {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if (code === 'ENOENT') return 'absent';
-  if (typeof code === 'string') return code;
-  return error instanceof Error ? error.name : 'Error';
-}
-
 /**
- * Read a small file without ever blocking or throwing: it must be a regular file (checked
- * before and after a non-blocking open, so a FIFO or device is refused, not waited on), at most
- * `maxBytes` long (larger → `EntryTooLarge`, no truncated value). Opened read-only.
+ * Read a small file without ever blocking or throwing (@prun/kit/fs's readHead): it must be a
+ * regular file (checked before and after a non-blocking open, so a FIFO or device is refused,
+ * not waited on), at most `maxBytes` long (larger → `EntryTooLarge`, no truncated value).
  */
 export function readSmallFile(path: PathLike, maxBytes: number = MAX_ENTRY_BYTES): EntryRead {
-  let stats: Stats;
-  try {
-    stats = statSync(path);
-  } catch (error) {
-    return { ok: false, problem: problemOf(error) };
-  }
-  if (!stats.isFile()) return { ok: false, problem: 'NotARegularFile' };
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch (error) {
-    return { ok: false, problem: problemOf(error) };
-  }
-  try {
-    if (!fstatSync(fd).isFile()) return { ok: false, problem: 'NotARegularFile' };
-    // Only the bytes read are ever returned, so the buffer need not be zeroed first (a sweep
-    // over thousands of units spends a quarter of its time zeroing otherwise).
-    const buffer = Buffer.allocUnsafe(maxBytes + 1);
-    let length = 0;
-    while (length < buffer.length) {
-      const n = readSync(fd, buffer, length, buffer.length - length, null);
-      if (n === 0) break;
-      length += n;
-    }
-    if (length > maxBytes) return { ok: false, problem: 'EntryTooLarge' };
-    const bytes = buffer.subarray(0, length);
-    return { ok: true, text: bytes.toString('utf8'), bytes };
-  } catch (error) {
-    return { ok: false, problem: problemOf(error) };
-  } finally {
-    closeSync(fd);
-  }
+  const read = readHead(path, { maxBytes, overflow: 'refuse' });
+  return read.ok ? { ok: true, text: read.text, bytes: read.bytes } : read;
 }
 
 /**
@@ -98,14 +62,5 @@ export function readDispatchPid(unitDir: string): number | null {
   return Number.isSafeInteger(pid) && pid > 0 ? pid : null;
 }
 
-/**
- * Whether a process is alive, by signal 0. A process owned by another user (EPERM) is alive.
- */
-export function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+/** Whether a process is alive, by signal 0. A process owned by another user (EPERM) is alive. */
+export const isProcessAlive: (pid: number) => boolean = isPidAlive;

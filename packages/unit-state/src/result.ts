@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import { pyStrip } from '@prun/kit/py';
 
 /** Readers detect a FALLBACK result by its first line alone, with exactly this pattern. */
 export const FALLBACK_HEADER_PATTERN = /^# [A-Za-z0-9_-]+ result \(FALLBACK, /;
@@ -38,24 +38,10 @@ export function resultShapeLines(unitId: string): string[] {
   ];
 }
 
-// Python's str.strip() whitespace: ASCII whitespace plus the separators \x1c-\x1f and the Unicode
-// spaces. JavaScript's trim() differs (it strips U+FEFF, keeps \x1c-\x1f), and published results
-// must match the original byte for byte.
-const PY_WHITESPACE = new Set(
-  [
-    ...'\t\n\v\f\r \x1c\x1d\x1e\x1f\x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000',
-    ...Array.from({ length: 11 }, (_, i) => String.fromCharCode(0x2000 + i)),
-  ],
-);
+export { pyStrip };
 
-/** Python's `str.strip()` with no argument. */
-export function pyStrip(text: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && PY_WHITESPACE.has(text[start]!)) start += 1;
-  while (end > start && PY_WHITESPACE.has(text[end - 1]!)) end -= 1;
-  return text.slice(start, end);
-}
+/** What a FALLBACK's Conclusion line says before its reason. */
+export const FALLBACK_CONCLUSION_PREFIX = 'INCOMPLETE; ';
 
 export interface FallbackInput {
   unitId: string;
@@ -81,7 +67,7 @@ export function renderFallback({ unitId, reason, stdout = '', stderr = '' }: Fal
   const captured = chunks.length > 0 ? chunks.join('\n\n') : 'No worker output was captured.';
   return [
     fallbackHeader(unitId),
-    `Conclusion: INCOMPLETE; ${reason}`,
+    `Conclusion: ${FALLBACK_CONCLUSION_PREFIX}${reason}`,
     'Files: unknown',
     `Open items: ${reason}`,
     'Verification: none (dispatcher fallback)',
@@ -106,18 +92,15 @@ export function responseSiblingPath(resultPath: string): string {
   return `${dir}${stem}.response${suffix}`;
 }
 
-const ContractLine = z.string();
-
-/** The parsed head of a result in the return contract. */
-export const ResultSummarySchema = z.object({
-  unitId: z.string(),
-  fallback: z.boolean(),
-  conclusion: ContractLine.nullable(),
-  files: ContractLine.nullable(),
-  openItems: ContractLine.nullable(),
-  verification: ContractLine.nullable(),
-});
-export type ResultSummary = z.infer<typeof ResultSummarySchema>;
+/** The parsed head of a result in the return contract (zod: `ResultSummarySchema` in `@prun/unit-state/schemas`). */
+export interface ResultSummary {
+  unitId: string;
+  fallback: boolean;
+  conclusion: string | null;
+  files: string | null;
+  openItems: string | null;
+  verification: string | null;
+}
 
 const HEADER = /^# ([A-Za-z0-9_-]+) result(?: \(FALLBACK, [^)]*\))?\s*$/;
 
@@ -143,4 +126,16 @@ export function parseResultSummary(text: string): ResultSummary | null {
     openItems: field('Open items'),
     verification: field('Verification'),
   };
+}
+
+/**
+ * The reason a FALLBACK gives, from its `Conclusion: INCOMPLETE; <reason>` line (what
+ * `renderFallback` wrote); a Conclusion without that prefix is returned whole, a missing one as ''.
+ * prun's batch reads a unit's refusal reason with it.
+ */
+export function fallbackReason(summary: Pick<ResultSummary, 'conclusion'>): string {
+  const conclusion = summary.conclusion ?? '';
+  if (conclusion.startsWith(FALLBACK_CONCLUSION_PREFIX)) return conclusion.slice(FALLBACK_CONCLUSION_PREFIX.length);
+  // An empty reason: the line's trailing space was trimmed by the reader.
+  return conclusion === FALLBACK_CONCLUSION_PREFIX.trimEnd() ? '' : conclusion;
 }

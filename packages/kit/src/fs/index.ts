@@ -1,2 +1,313 @@
-// @prun/kit/fs: filled in by the kit work (see packages/kit/README.md).
-export {};
+// @prun/kit/fs: the one atomic writer, the one bounded non-blocking reader, the one `which`.
+import { randomBytes } from 'node:crypto';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+  type PathLike,
+} from 'node:fs';
+import { basename, delimiter, dirname, join, resolve as resolvePath } from 'node:path';
+
+// --- the atomic writer --------------------------------------------------------------------------
+
+export interface WriteAtomicOptions {
+  /** Names the writer in the temp file name (default `prun`), e.g. `dispatch-task-agy`. */
+  tag?: string;
+  /** Makes the temp file name unique (letters and digits; default 16 random hex digits). */
+  nonce?: string;
+  /** Mode of the published file, before umask (default 0o666). */
+  mode?: number;
+  /**
+   * fsync the file before publishing and the directory after (default true), so the new name
+   * survives a crash. Off for files that are cheap to lose (progress notes).
+   */
+  durable?: boolean;
+  /**
+   * false: never replace an existing file; publish by hard link so exactly one of two racing
+   * writers wins, the loser gets a DestinationExistsError. Default true (rename over it).
+   */
+  replace?: boolean;
+  /** Create the parent directory when it is missing (default true). */
+  createParent?: boolean;
+}
+
+/** Thrown by `writeFileAtomic` with `replace: false` when something already exists at the path. */
+export class DestinationExistsError extends Error {
+  readonly code = 'EEXIST';
+  constructor(readonly path: string) {
+    super(`destination already exists: ${path}`);
+    this.name = 'DestinationExistsError';
+  }
+}
+
+/**
+ * Give the already written file `source` the name `path` by hard link, so an existing `path` is
+ * never replaced (two racing publishers: exactly one wins). `source` stays; the caller removes
+ * it. Throws DestinationExistsError when `path` exists, other errors as they come.
+ */
+export function linkNoReplace(source: string, path: string): void {
+  try {
+    linkSync(source, path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new DestinationExistsError(path);
+    throw error;
+  }
+}
+
+/**
+ * Temp files are `.<name>.<tag>-<pid>-<nonce>.tmp` beside their destination: hidden, and
+ * recognisable as ours with the writer's pid, so `removeStaleTemps` can tell a dead writer's
+ * leftover from a live writer's file in progress.
+ */
+export function atomicTempPath(path: string, options: Pick<WriteAtomicOptions, 'tag' | 'nonce'> = {}): string {
+  const tag = options.tag ?? 'prun';
+  const nonce = options.nonce ?? randomBytes(8).toString('hex');
+  return join(dirname(path), `.${basename(path)}.${tag}-${process.pid}-${nonce}.tmp`);
+}
+
+const TEMP_NAME = /^\.(.+)\.([A-Za-z0-9_-]+)-([1-9][0-9]*)-([A-Za-z0-9]+)\.tmp$/;
+
+/** The parts of a temp file name made by `atomicTempPath`, or null for any other name. */
+export function parseAtomicTempName(name: string): { target: string; tag: string; pid: number; nonce: string } | null {
+  const match = TEMP_NAME.exec(name);
+  if (match === null) return null;
+  const pid = Number(match[3]);
+  if (!Number.isSafeInteger(pid)) return null;
+  return { target: match[1] as string, tag: match[2] as string, pid, nonce: match[4] as string };
+}
+
+function fsyncDirectory(dir: string): void {
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function writeAll(fd: number, data: Uint8Array): void {
+  let offset = 0;
+  while (offset < data.length) offset += writeSync(fd, data, offset, data.length - offset);
+}
+
+/**
+ * Publish `data` at `path` so a reader sees the old file or the new one, never a part: write a
+ * temp file in the same directory (exclusive create), fsync it, rename it over `path` (or hard
+ * link it, with `replace: false`), then fsync the directory. The new file is a new inode: a hard
+ * link to the old file keeps the old bytes. The temp file is removed on success and on failure.
+ */
+export function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteAtomicOptions = {}): void {
+  const dir = dirname(path);
+  if (options.createParent ?? true) mkdirSync(dir, { recursive: true });
+  const durable = options.durable ?? true;
+  const temp = atomicTempPath(path, options);
+  const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+  try {
+    const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, options.mode ?? 0o666);
+    try {
+      writeAll(fd, bytes);
+      if (durable) fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    if (options.replace ?? true) renameSync(temp, path);
+    else linkNoReplace(temp, path);
+    if (durable) fsyncDirectory(dir);
+  } finally {
+    rmSync(temp, { force: true });
+  }
+}
+
+/** Whether a pid names a live process (signal 0; another user's process, EPERM, is alive). */
+export function isPidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export interface RemoveStaleTempsOptions {
+  /** Only temps of this tag (default: any tag). */
+  tag?: string;
+  /** Only temps for this destination name (default: any). */
+  target?: string;
+  /** Liveness test (default `isPidAlive`). */
+  isAlive?: (pid: number) => boolean;
+}
+
+/**
+ * Remove the temp files a killed writer left in `dir`: names made by `atomicTempPath` whose pid
+ * is not a live process. A live writer's temp (including our own) is kept. Returns the removed
+ * paths; a directory that cannot be listed removes nothing.
+ */
+export function removeStaleTemps(dir: string, options: RemoveStaleTempsOptions = {}): string[] {
+  const isAlive = options.isAlive ?? isPidAlive;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const parsed = parseAtomicTempName(name);
+    if (parsed === null) continue;
+    if (options.tag !== undefined && parsed.tag !== options.tag) continue;
+    if (options.target !== undefined && parsed.target !== options.target) continue;
+    if (parsed.pid === process.pid || isAlive(parsed.pid)) continue;
+    const path = join(dir, name);
+    try {
+      rmSync(path, { force: true });
+      removed.push(path);
+    } catch {
+      // Removed by someone else, or not ours to remove after all.
+    }
+  }
+  return removed;
+}
+
+// --- the bounded head reader --------------------------------------------------------------------
+
+/**
+ * Why a head could not be read: `absent` (ENOENT), `NotARegularFile` (a FIFO, socket, device or
+ * directory: refused at once, never waited on), `EntryTooLarge` (with `overflow: 'refuse'`), or
+ * the Node error code of the failing call (`EACCES`, `ENOTDIR`, `ELOOP`, ...).
+ */
+export type HeadProblem = 'absent' | 'NotARegularFile' | 'EntryTooLarge' | (string & {});
+
+export type HeadRead =
+  | { ok: true; bytes: Buffer; text: string; truncated: boolean }
+  | { ok: false; problem: HeadProblem };
+
+export interface ReadHeadOptions {
+  /** At most this many bytes are returned. */
+  maxBytes: number;
+  /** A longer file: `truncate` (default) returns its first maxBytes; `refuse` gives EntryTooLarge. */
+  overflow?: 'truncate' | 'refuse';
+}
+
+function problemOf(error: unknown): HeadProblem {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT') return 'absent';
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? error.name : 'Error';
+}
+
+// One buffer for every read (grown on demand): a sweep over thousands of files would otherwise
+// allocate, and zero, a fresh one each time. Callers get a copy of just the bytes read.
+let shared = Buffer.allocUnsafe(0);
+
+function sharedBuffer(size: number): Buffer {
+  if (shared.length < size) shared = Buffer.allocUnsafe(Math.max(size, 2 * shared.length));
+  return shared;
+}
+
+/**
+ * Read the first bytes of a regular file without ever blocking or throwing. The path is
+ * stat'ed, opened read-only with O_NONBLOCK and O_NOCTTY, and fstat'ed: anything but a regular
+ * file is refused, so a FIFO or a device costs no wait and no side effect.
+ */
+export function readHead(path: PathLike, options: ReadHeadOptions): HeadRead {
+  const { maxBytes } = options;
+  const refuse = options.overflow === 'refuse';
+  try {
+    if (!statSync(path).isFile()) return { ok: false, problem: 'NotARegularFile' };
+  } catch (error) {
+    return { ok: false, problem: problemOf(error) };
+  }
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (error) {
+    return { ok: false, problem: problemOf(error) };
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return { ok: false, problem: 'NotARegularFile' };
+    // One byte more than allowed tells a file of exactly maxBytes from a longer one.
+    const want = maxBytes + 1;
+    const buffer = sharedBuffer(want);
+    let length = 0;
+    while (length < want) {
+      const n = readSync(fd, buffer, length, want - length, null);
+      if (n === 0) break;
+      length += n;
+    }
+    const truncated = length > maxBytes;
+    if (truncated && refuse) return { ok: false, problem: 'EntryTooLarge' };
+    const bytes = Buffer.from(buffer.subarray(0, Math.min(length, maxBytes)));
+    return { ok: true, bytes, text: bytes.toString('utf8'), truncated };
+  } catch (error) {
+    return { ok: false, problem: problemOf(error) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// --- which --------------------------------------------------------------------------------------
+
+function isExecutableFile(path: string): boolean {
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface WhichOptions {
+  /** The environment whose PATH is searched (default `process.env`). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** What an empty or relative PATH entry is relative to (default `process.cwd()`). */
+  cwd?: string;
+  /** Return the real path, symlinks resolved (default false). */
+  realpath?: boolean;
+}
+
+/**
+ * Python `shutil.which` on POSIX: the first executable regular file named `name` on PATH, or
+ * null. A name with a `/` is checked as a path itself. An unset PATH searches `/bin:/usr/bin`
+ * (Python's fallback), an empty PATH finds nothing, an empty entry inside PATH is the cwd.
+ */
+export function which(name: string, options: WhichOptions = {}): string | null {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const finish = (found: string): string | null => {
+    if (!options.realpath) return found;
+    try {
+      return realpathSync(found);
+    } catch {
+      return null;
+    }
+  };
+  if (name === '') return null;
+  if (name.includes('/')) {
+    const path = resolvePath(cwd, name);
+    return isExecutableFile(path) ? finish(path) : null;
+  }
+  const searchPath = env.PATH ?? '/bin:/usr/bin';
+  if (searchPath === '') return null;
+  for (const dir of searchPath.split(delimiter)) {
+    const candidate = resolvePath(cwd, dir === '' ? '.' : dir, name);
+    if (isExecutableFile(candidate)) return finish(candidate);
+  }
+  return null;
+}
+
+// --- flock ------------------------------------------------------------------------------------
+
+export { type FlockAttempt, FlockUnavailableError, tryFlock } from './flock.js';

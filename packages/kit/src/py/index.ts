@@ -1,2 +1,356 @@
-// @prun/kit/py: filled in by the kit work (see packages/kit/README.md).
-export {};
+// @prun/kit/py: the Python-compatibility helpers, each once. The originals are Python programs
+// whose files and messages we must read and write byte for byte; JavaScript's trim, split,
+// JSON.stringify and JSON.parse each differ from Python's in small ways that matter.
+import { readFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
+
+// --- whitespace ---------------------------------------------------------------------------------
+
+// Python's str.isspace set, which str.strip() and str.split() use. JavaScript's trim and \s differ:
+// \x1c-\x1f and \x85 are Python whitespace, U+FEFF is not.
+const PY_WHITESPACE_CODES = [
+  0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x85, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002,
+  0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000,
+];
+const PY_WHITESPACE = new Set(PY_WHITESPACE_CODES.map((code) => String.fromCharCode(code)));
+
+/** A run of Python whitespace, for `text.replace(PY_WHITESPACE_RUN, ' ')`. */
+export const PY_WHITESPACE_RUN = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/g;
+
+/** Whether one character is whitespace by Python's `str.isspace`. */
+export function isPyWhitespace(char: string | undefined): boolean {
+  return char !== undefined && PY_WHITESPACE.has(char);
+}
+
+/** Python `str.strip()` with no argument. */
+export function pyStrip(value: string): string {
+  let start = 0;
+  let end = value.length;
+  while (start < end && PY_WHITESPACE.has(value[start] as string)) start += 1;
+  while (end > start && PY_WHITESPACE.has(value[end - 1] as string)) end -= 1;
+  return value.slice(start, end);
+}
+
+/** Python `str.split()` with no argument: runs of whitespace separate, no empty words. */
+export function pySplit(value: string): string[] {
+  const words: string[] = [];
+  let index = 0;
+  while (index < value.length) {
+    while (index < value.length && PY_WHITESPACE.has(value[index] as string)) index += 1;
+    if (index === value.length) break;
+    const start = index;
+    while (index < value.length && !PY_WHITESPACE.has(value[index] as string)) index += 1;
+    words.push(value.slice(start, index));
+  }
+  return words;
+}
+
+// --- lines --------------------------------------------------------------------------------------
+
+/** Python's str.splitlines() boundaries: more than the universal newlines a file iteration uses. */
+export const PY_LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
+
+/** Python `str.splitlines()` (line ends dropped; no trailing empty line). */
+export function splitLines(text: string): string[] {
+  if (text === '') return [];
+  const lines = text.split(PY_LINE_BREAK);
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
+// --- repr ---------------------------------------------------------------------------------------
+
+// str.isprintable: false for the categories Other (Cc, Cf, Cs, Co, Cn) and Separator (Zl, Zp,
+// Zs) except the ASCII space. Node's Unicode tables decide; a character assigned in a newer
+// Unicode than the Python at hand is printable here and escaped there.
+const NOT_PRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u;
+
+/** Python `str.isprintable()` of one code point. */
+export function isPyPrintable(char: string): boolean {
+  return char === ' ' || !NOT_PRINTABLE.test(char);
+}
+
+function hex(code: number, width: number): string {
+  return code.toString(16).padStart(width, '0');
+}
+
+/** Python `repr()` of a str: its quote choice, escapes, and `\x`/`\u`/`\U` for the unprintable. */
+export function pyRepr(text: string): string {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  let out = quote;
+  for (const char of text) {
+    const code = char.codePointAt(0) as number;
+    if (char === quote || char === '\\') out += `\\${char}`;
+    else if (char === '\t') out += '\\t';
+    else if (char === '\n') out += '\\n';
+    else if (char === '\r') out += '\\r';
+    else if (code < 0x20 || code === 0x7f) out += `\\x${hex(code, 2)}`;
+    else if (code < 0x7f || isPyPrintable(char)) out += char;
+    else if (code <= 0xff) out += `\\x${hex(code, 2)}`;
+    else if (code <= 0xffff) out += `\\u${hex(code, 4)}`;
+    else out += `\\U${hex(code, 8)}`;
+  }
+  return out + quote;
+}
+
+// --- numbers ------------------------------------------------------------------------------------
+
+/**
+ * Python `repr()` of a float: the shortest round-trip digits (as JavaScript finds them too),
+ * written in exponent form when the exponent is below -4 or at least 16, and with `.0` when
+ * integral (`5.0`, `1e-05`, `1e+16`, `inf`, `nan`).
+ */
+export function pyFloatRepr(value: number): string {
+  if (Number.isNaN(value)) return 'nan';
+  if (value === Infinity) return 'inf';
+  if (value === -Infinity) return '-inf';
+  if (value === 0) return Object.is(value, -0) ? '-0.0' : '0.0';
+  const [mantissa = '0', exponentText = '0'] = value.toExponential().split('e');
+  const exponent = Number(exponentText);
+  const sign = mantissa.startsWith('-') ? '-' : '';
+  const digits = mantissa.replace('-', '').replace('.', '');
+  if (exponent < -4 || exponent >= 16) {
+    const body = digits.length === 1 ? digits : `${digits[0]}.${digits.slice(1)}`;
+    return `${sign}${body}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
+  }
+  if (exponent < 0) return `${sign}0.${'0'.repeat(-exponent - 1)}${digits}`;
+  const whole = digits.slice(0, exponent + 1).padEnd(exponent + 1, '0');
+  const fraction = digits.slice(exponent + 1);
+  return `${sign}${whole}.${fraction === '' ? '0' : fraction}`;
+}
+
+// --- json.dumps ---------------------------------------------------------------------------------
+
+export interface DumpsOptions {
+  /** Escape everything outside printable ASCII as `\uXXXX` (Python's default, true). */
+  ensureAscii?: boolean;
+  /** Item and key separators (Python's default `[', ', ': ']`; with indent `[',', ': ']`). */
+  separators?: readonly [string, string];
+  /** Indent nested levels by this many spaces, one item a line (Python's `indent=`). */
+  indent?: number;
+}
+
+// json.dumps's short escapes; any other control character (and, with ensure_ascii, anything
+// outside U+0020..U+007E, U+007F included) becomes \uXXXX.
+const SHORT_ESCAPES: Record<string, string> = {
+  '"': '\\"',
+  '\\': '\\\\',
+  '\n': '\\n',
+  '\r': '\\r',
+  '\t': '\\t',
+  '\b': '\\b',
+  '\f': '\\f',
+};
+
+function dumpsString(text: string, ensureAscii: boolean): string {
+  const needsEscape = ensureAscii ? /["\\]|[^ -~]/g : /["\\\x00-\x1f]/g;
+  return `"${text.replace(needsEscape, (char) => SHORT_ESCAPES[char] ?? `\\u${hex(char.charCodeAt(0), 4)}`)}"`;
+}
+
+/**
+ * A number as Python writes it: an integral number below 1e21 as a Python int, anything else as a float,
+ * and the non-finite values as the bare `NaN`, `Infinity`, `-Infinity` (Python's allow_nan).
+ * A caller that needs an integral float (`5.0`) writes `pyFloatRepr` itself.
+ */
+function dumpsNumber(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (value === Infinity) return 'Infinity';
+  if (value === -Infinity) return '-Infinity';
+  // JSON.stringify writes an integral number below 1e21 in digits, which Python reads as an int.
+  if (Number.isInteger(value) && Math.abs(value) < 1e21) return String(value);
+  return pyFloatRepr(value);
+}
+
+/**
+ * Python `json.dumps` of plain data (null, booleans, numbers, strings, arrays, plain objects in
+ * key order; `undefined` members are left out as JSON.stringify does). Keys are written in
+ * JavaScript's order, which puts integer-like keys first.
+ */
+export function pyJsonDumps(value: unknown, options: DumpsOptions = {}): string {
+  const ensureAscii = options.ensureAscii ?? true;
+  const indent = options.indent;
+  const [itemSep, keySep] = options.separators ?? (indent === undefined ? [', ', ': '] : [',', ': ']);
+  const write = (item: unknown, depth: number): string => {
+    if (item === null || item === undefined) return 'null';
+    if (typeof item === 'boolean') return item ? 'true' : 'false';
+    if (typeof item === 'number') return dumpsNumber(item);
+    if (typeof item === 'string') return dumpsString(item, ensureAscii);
+    const parts: string[] = [];
+    let open: string;
+    let close: string;
+    if (Array.isArray(item)) {
+      [open, close] = ['[', ']'];
+      for (const member of item) parts.push(write(member, depth + 1));
+    } else if (typeof item === 'object') {
+      [open, close] = ['{', '}'];
+      for (const [key, member] of Object.entries(item as Record<string, unknown>)) {
+        if (member !== undefined) parts.push(`${dumpsString(key, ensureAscii)}${keySep}${write(member, depth + 1)}`);
+      }
+    } else {
+      return 'null';
+    }
+    if (parts.length === 0) return open + close;
+    if (indent === undefined) return open + parts.join(itemSep) + close;
+    const inner = `\n${' '.repeat(indent * (depth + 1))}`;
+    return `${open}${inner}${parts.join(itemSep + inner)}\n${' '.repeat(indent * depth)}${close}`;
+  };
+  return write(value, 0);
+}
+
+// --- json.loads ---------------------------------------------------------------------------------
+
+/**
+ * Python `json.loads`: JSON plus the bare literals `NaN`, `Infinity` and `-Infinity` that
+ * Python writes (a `--timeout inf`, a quota bucket of NaN), which become the JavaScript numbers.
+ * Plain JSON takes JSON.parse's fast path. Throws SyntaxError on anything else, as json.loads
+ * raises; integers beyond 2^53 lose precision (JavaScript numbers).
+ */
+export function pyJsonLoads(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    if (!text.includes('NaN') && !text.includes('Infinity')) throw error;
+  }
+  return new LenientJsonParser(text).document();
+}
+
+const NON_FINITE: ReadonlyArray<readonly [string, number]> = [
+  ['NaN', NaN],
+  ['Infinity', Infinity],
+  ['-Infinity', -Infinity],
+];
+
+/** A recursive-descent parser for JSON with Python's three extra literals. */
+class LenientJsonParser {
+  #at = 0;
+
+  constructor(private readonly text: string) {}
+
+  document(): unknown {
+    const value = this.value();
+    this.space();
+    if (this.#at !== this.text.length) this.fail('Extra data');
+    return value;
+  }
+
+  private fail(what: string): never {
+    throw new SyntaxError(`${what} at position ${this.#at}`);
+  }
+
+  private space(): void {
+    while (this.#at < this.text.length && ' \t\n\r'.includes(this.text[this.#at] as string)) this.#at += 1;
+  }
+
+  private value(): unknown {
+    this.space();
+    const char = this.text[this.#at];
+    if (char === '{') return this.object();
+    if (char === '[') return this.array();
+    if (char === '"') return this.string();
+    for (const [literal, number] of NON_FINITE) {
+      if (this.text.startsWith(literal, this.#at)) {
+        this.#at += literal.length;
+        return number;
+      }
+    }
+    for (const [literal, constant] of [['true', true], ['false', false], ['null', null]] as const) {
+      if (this.text.startsWith(literal, this.#at)) {
+        this.#at += literal.length;
+        return constant;
+      }
+    }
+    const match = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?/y;
+    match.lastIndex = this.#at;
+    const found = match.exec(this.text);
+    if (found === null || found[0] === '') this.fail('Expecting value');
+    this.#at += found[0].length;
+    return Number(found[0]);
+  }
+
+  private string(): string {
+    const match = /"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"/y;
+    match.lastIndex = this.#at;
+    const found = match.exec(this.text);
+    if (found === null) this.fail('Invalid string');
+    this.#at += found[0].length;
+    return JSON.parse(found[0]) as string;
+  }
+
+  private array(): unknown[] {
+    this.#at += 1;
+    const items: unknown[] = [];
+    this.space();
+    if (this.text[this.#at] === ']') {
+      this.#at += 1;
+      return items;
+    }
+    for (;;) {
+      items.push(this.value());
+      this.space();
+      const char = this.text[this.#at];
+      this.#at += 1;
+      if (char === ']') return items;
+      if (char !== ',') this.fail("Expecting ',' delimiter");
+    }
+  }
+
+  private object(): Record<string, unknown> {
+    this.#at += 1;
+    const result: Record<string, unknown> = {};
+    this.space();
+    if (this.text[this.#at] === '}') {
+      this.#at += 1;
+      return result;
+    }
+    for (;;) {
+      this.space();
+      if (this.text[this.#at] !== '"') this.fail('Expecting property name enclosed in double quotes');
+      const key = this.string();
+      this.space();
+      if (this.text[this.#at] !== ':') this.fail("Expecting ':' delimiter");
+      this.#at += 1;
+      Object.defineProperty(result, key, { value: this.value(), enumerable: true, writable: true, configurable: true });
+      this.space();
+      const char = this.text[this.#at];
+      this.#at += 1;
+      if (char === '}') return result;
+      if (char !== ',') this.fail("Expecting ',' delimiter");
+    }
+  }
+}
+
+// --- expanduser ---------------------------------------------------------------------------------
+
+/** The home directory of a named user from /etc/passwd, or null. */
+function homeOfUser(user: string): string | null {
+  try {
+    for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
+      const fields = line.split(':');
+      if (fields[0] === user && fields.length >= 7) return fields[5] ?? null;
+    }
+  } catch {
+    // No passwd database: Python leaves the path unchanged too.
+  }
+  return null;
+}
+
+function homeOfCurrentUser(): string | null {
+  try {
+    return userInfo().homedir;
+  } catch {
+    return null;
+  }
+}
+
+/** Python `os.path.expanduser` (POSIX): `~` (HOME, else the passwd entry) and `~user` at the start. */
+export function expandUser(path: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
+  if (!path.startsWith('~')) return path;
+  const slash = path.indexOf('/', 1);
+  const end = slash === -1 ? path.length : slash;
+  const user = path.slice(1, end);
+  const home = user === '' ? (env.HOME ?? homeOfCurrentUser()) : homeOfUser(user);
+  if (home === null) return path;
+  let homeEnd = home.length;
+  while (homeEnd > 0 && home[homeEnd - 1] === '/') homeEnd -= 1;
+  return home.slice(0, homeEnd) + path.slice(end) || '/';
+}

@@ -1,0 +1,165 @@
+/**
+ * How the worker is started so that it sees none of prun's processes and nothing of it
+ * outlives the dispatcher (the dispatcher README's "Isolation and no orphans" says what this
+ * does and does not protect). The decisions and the launch command line are pure; `probe`
+ * runs the tools once to learn what this machine allows.
+ *
+ * The launch chain, outermost first:
+ *   setpriv --pdeathsig KILL   the kernel kills the chain when the dispatcher dies (any way)
+ *   perl LAUNCHER              checks the dispatcher is still its parent, takes the directory
+ *                              lock the whole worker tree then holds, reports on fd 3
+ *   unshare ... --kill-child   (isolation) a new PID namespace with its own /proc; its child
+ *                              dies with it
+ *   perl INIT                  (isolation) PID 1 of the namespace: starts agy as PID 2, reports
+ *                              its exact exit status on fd 3; when it exits the kernel kills
+ *                              every process left in the namespace, setsid'd ones included
+ *   agy ...
+ * Without isolation the launcher execs agy itself, so the spawned pid is agy's.
+ */
+import { spawnSync } from 'node:child_process';
+
+export type IsolationSetting = 'auto' | 'off' | 'pid';
+
+/** What the machine gives, decided once per dispatch before STATE-DIR. */
+export interface LaunchPlan {
+  isolation: { kind: 'pid'; unshare: string[] } | { kind: 'none'; reason: string };
+  /** `setpriv --pdeathsig KILL` is there: the kernel stops the chain when the dispatcher dies. */
+  parentDeath: boolean;
+  /** perl runs the launcher (lock, status) and the namespace's init; without it, agy is started directly. */
+  launcher: boolean;
+}
+
+/**
+ * The launcher. argv: dispatcher pid, directory to lock, N, N words of wrapper (unshare ...
+ * perl -e INIT), then the worker command. Status lines on fd 3: `busy`, `lock-error <why>`,
+ * `locked`, `exec-failed <why>`; fd 3 is close-on-exec when agy itself is exec'd, so EOF after
+ * `locked` means agy runs.
+ */
+export const LAUNCHER_SCRIPT = `
+use strict; use warnings; use Fcntl qw(:DEFAULT :flock);
+open(my $status, '>&=', 3) or exit 120;
+{ my $old = select($status); $| = 1; select($old); }
+sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, F_GETFD, 0); fcntl($fh, F_SETFD, $on ? ($f | FD_CLOEXEC) : ($f & ~FD_CLOEXEC)); }
+my ($dispatcher, $lockdir, $n) = splice(@ARGV, 0, 3);
+my @wrap = splice(@ARGV, 0, $n);
+# The parent-death signal is armed before this program runs; a dispatcher that died earlier is
+# no longer our parent, and then nothing may start.
+exit 121 if getppid() != $dispatcher;
+my $lock;
+unless (sysopen($lock, $lockdir, O_RDONLY | O_DIRECTORY)) { print $status "lock-error $!\\n"; exit 122; }
+unless (flock($lock, LOCK_EX | LOCK_NB)) { print $status "busy\\n"; exit 123; }
+# Every process of the worker tree inherits the lock: it is free again only when all are gone.
+cloexec($lock, 0);
+print $status "locked\\n";
+my @cmd = (@wrap, @ARGV);
+if (@wrap) {
+  # unshare (the namespace's parent) must not die of a SIGHUP meant for agy; INIT restores it.
+  $SIG{HUP} = 'IGNORE';
+  cloexec($status, 0);
+} else {
+  cloexec($status, 1);
+}
+{ no warnings 'exec'; exec { $cmd[0] } @cmd; }
+print $status "exec-failed $!\\n";
+exit 127;
+`;
+
+/**
+ * PID 1 of the worker's namespace. It ignores signals it has no handler for (the kernel's rule
+ * for an init), so agy runs as its child, where signals act as usual. Status lines on fd 3:
+ * `started`, `exec-failed <why>`, then `exit N` or `signal N`.
+ */
+export const INIT_SCRIPT = `
+use strict; use warnings; use Fcntl;
+open(my $status, '>&=', 3) or exit 120;
+{ my $old = select($status); $| = 1; select($old); }
+$SIG{HUP} = 'DEFAULT';
+pipe(my $er, my $ew) or do { print $status "exec-failed pipe: $!\\n"; exit 127; };
+my $pid = fork();
+unless (defined $pid) { print $status "exec-failed fork: $!\\n"; exit 127; }
+if ($pid == 0) {
+  close($er);
+  my $f = fcntl($status, F_GETFD, 0); fcntl($status, F_SETFD, $f | FD_CLOEXEC);
+  { no warnings 'exec'; exec { $ARGV[0] } @ARGV; }
+  print $ew "$!"; close($ew);
+  exit 127;
+}
+close($ew);
+my $err = do { local $/; <$er> };
+close($er);
+if (defined $err && length $err) { waitpid($pid, 0); print $status "exec-failed $err\\n"; exit 127; }
+print $status "started\\n";
+my $st = 0;
+while (1) { my $w = waitpid(-1, 0); if ($w == $pid) { $st = $?; last; } last if $w < 0; }
+if ($st & 127) { print $status "signal ", ($st & 127), "\\n"; } else { print $status "exit ", ($st >> 8), "\\n"; }
+exit 0;
+`;
+
+const PID_NAMESPACE_FLAGS = ['--pid', '--fork', '--mount-proc', '--kill-child'];
+
+/** The unshare spellings to try, in order: as root no user namespace is needed. */
+export function unshareCandidates(isRoot: boolean): string[][] {
+  const asUser = [
+    ['unshare', '--user', '--map-current-user', ...PID_NAMESPACE_FLAGS],
+    // util-linux before 2.38 has no --map-current-user; the worker then sees itself as uid 0
+    // inside the namespace while every file it writes is still owned by the user.
+    ['unshare', '--user', '--map-root-user', ...PID_NAMESPACE_FLAGS],
+  ];
+  return isRoot ? [['unshare', ...PID_NAMESPACE_FLAGS], ...asUser] : asUser;
+}
+
+export type ProbeRun = (argv: readonly string[]) => { ok: boolean; why: string };
+
+/** Runs a probe command with a short bound; ok when it exits 0. */
+export const runProbe: ProbeRun = (argv) => {
+  const result = spawnSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], timeout: 5000, encoding: 'utf8' });
+  if (result.error) return { ok: false, why: `${argv[0]}: ${(result.error as NodeJS.ErrnoException).code ?? result.error.message}` };
+  if (result.status === 0) return { ok: true, why: '' };
+  const text = (result.stderr ?? '').trim().split('\n').pop() ?? '';
+  return { ok: false, why: text !== '' ? text : `${argv[0]} exited with ${result.status ?? result.signal}` };
+};
+
+/** Decide the launch plan for `setting` on this machine. */
+export function planLaunch(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean, run: ProbeRun = runProbe): LaunchPlan {
+  const perl = ['perl', '-e', 'exit 0'];
+  const launcher = platform === 'linux' && run(perl).ok;
+  const parentDeath = launcher && run(['setpriv', '--pdeathsig', 'KILL', '--', ...perl]).ok;
+  if (setting === 'off') return { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath, launcher };
+  if (platform !== 'linux') return { isolation: { kind: 'none', reason: `PID namespaces need Linux (this is ${platform})` }, parentDeath, launcher };
+  if (!launcher) return { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, parentDeath, launcher };
+  const failures: string[] = [];
+  for (const unshare of unshareCandidates(isRoot)) {
+    const probe = run([...unshare, '--', ...perl]);
+    if (probe.ok) return { isolation: { kind: 'pid', unshare }, parentDeath, launcher };
+    failures.push(probe.why);
+  }
+  const reason = `no PID namespace: ${[...new Set(failures)].join('; ')}`;
+  return { isolation: { kind: 'none', reason }, parentDeath, launcher };
+}
+
+/** The state file `isolation`: what the worker was started with, and why not isolated. */
+export function isolationRecord(plan: LaunchPlan): string {
+  const lines =
+    plan.isolation.kind === 'pid'
+      ? ['isolation: pid', `mechanism: ${plan.isolation.unshare.join(' ')}`]
+      : ['isolation: none', `reason: ${plan.isolation.reason}`];
+  lines.push(`parent-death: ${plan.parentDeath ? 'setpriv --pdeathsig KILL' : 'none'}`);
+  lines.push(`directory-lock: ${plan.launcher ? 'flock' : 'none'}`);
+  return `${lines.join('\n')}\n`;
+}
+
+export interface LaunchInput {
+  dispatcherPid: number;
+  /** The directory whose lock the worker tree holds (its working directory). */
+  lockDir: string;
+  /** The worker command: agy and its arguments. */
+  command: readonly string[];
+}
+
+/** The command line that starts the worker under `plan`. */
+export function launchArgv(plan: LaunchPlan, input: LaunchInput): string[] {
+  if (!plan.launcher) return [...input.command];
+  const wrap = plan.isolation.kind === 'pid' ? [...plan.isolation.unshare, '--', 'perl', '-e', INIT_SCRIPT, '--'] : [];
+  const launcher = ['perl', '-e', LAUNCHER_SCRIPT, '--', String(input.dispatcherPid), input.lockDir, String(wrap.length), ...wrap, ...input.command];
+  return plan.parentDeath ? ['setpriv', '--pdeathsig', 'KILL', '--', ...launcher] : launcher;
+}

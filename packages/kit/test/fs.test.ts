@@ -1,0 +1,210 @@
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import {
+  DestinationExistsError,
+  atomicTempPath,
+  parseAtomicTempName,
+  readHead,
+  removeStaleTemps,
+  which,
+  writeFileAtomic,
+} from '@prun/kit/fs';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'kit-fs-'));
+});
+afterEach(() => {
+  chmodSync(dir, 0o755);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const isRoot = process.getuid?.() === 0;
+const probeModule = fileURLToPath(new URL('./fixtures/fs-probe.mjs', import.meta.url));
+const mainAsNobody = fileURLToPath(new URL('../../../tools/main-as-nobody.mjs', import.meta.url));
+
+/** Run a probe as an unprivileged user: as nobody when we are root (root ignores modes). */
+async function unprivileged(kind: 'write' | 'read', path: string): Promise<unknown> {
+  if (!isRoot) {
+    const { probe } = (await import(probeModule)) as { probe: (k: string, p: string) => unknown };
+    return JSON.parse(JSON.stringify(probe(kind, path)));
+  }
+  const result = spawnSync(process.execPath, [mainAsNobody, probeModule, kind, path], { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`probe as nobody failed: ${result.stderr}`);
+  return JSON.parse(result.stdout);
+}
+
+describe('writeFileAtomic', () => {
+  test('a publish replaces the inode: a hard link to the old file keeps the old bytes', () => {
+    const path = join(dir, 'result.md');
+    writeFileAtomic(path, 'old\n');
+    const link = join(dir, 'old-link');
+    linkSync(path, link);
+    const before = statSync(path).ino;
+    writeFileAtomic(path, 'new\n');
+    expect(readFileSync(path, 'utf8')).toBe('new\n');
+    expect(readFileSync(link, 'utf8')).toBe('old\n');
+    expect(statSync(path).ino).not.toBe(before);
+    expect(readdirSync(dir).sort()).toEqual(['old-link', 'result.md']);
+  });
+
+  test('a failed publish leaves no temp file and the old file untouched', () => {
+    const path = join(dir, 'target');
+    writeFileAtomic(path, 'kept');
+    // Renaming a file over a non-empty directory fails after the temp file was written.
+    const blocked = join(dir, 'blocked');
+    mkdirSync(join(blocked, 'inside'), { recursive: true });
+    expect(() => writeFileAtomic(blocked, 'x')).toThrow();
+    expect(readdirSync(dir).sort()).toEqual(['blocked', 'target']);
+    expect(readFileSync(path, 'utf8')).toBe('kept');
+  });
+
+  test('a write that cannot start (read-only directory) leaves nothing', async () => {
+    chmodSync(dir, 0o755);
+    const sub = join(dir, 'ro');
+    mkdirSync(sub);
+    chmodSync(sub, 0o555);
+    expect(await unprivileged('write', join(sub, 'f'))).toEqual({ code: 'EACCES', left: [] });
+    chmodSync(sub, 0o755);
+  });
+
+  test('replace: false never replaces; the loser gets DestinationExistsError and no temp remains', () => {
+    const path = join(dir, 'once');
+    writeFileAtomic(path, 'first', { replace: false });
+    expect(() => writeFileAtomic(path, 'second', { replace: false })).toThrow(DestinationExistsError);
+    expect(readFileSync(path, 'utf8')).toBe('first');
+    expect(readdirSync(dir)).toEqual(['once']);
+  });
+
+  test('creates the parent, honours the mode, writes bytes as given', () => {
+    const path = join(dir, 'a', 'b', 'c.bin');
+    writeFileAtomic(path, Uint8Array.from([0, 255, 10]), { mode: 0o600, durable: false });
+    expect([...readFileSync(path)]).toEqual([0, 255, 10]);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
+  test('temp names carry tag and pid and parse back', () => {
+    const temp = atomicTempPath(join(dir, 'result.md'), { tag: 'dispatch-task-agy', nonce: 'abc123' });
+    expect(temp).toBe(join(dir, `.result.md.dispatch-task-agy-${process.pid}-abc123.tmp`));
+    expect(parseAtomicTempName(`.result.md.dispatch-task-agy-${process.pid}-abc123.tmp`)).toEqual({
+      target: 'result.md',
+      tag: 'dispatch-task-agy',
+      pid: process.pid,
+      nonce: 'abc123',
+    });
+    expect(parseAtomicTempName('.result.md.tmp')).toBeNull();
+    expect(parseAtomicTempName('result.md.prun-12-ab.tmp')).toBeNull();
+  });
+});
+
+describe('removeStaleTemps', () => {
+  test("a dead writer's temp is removed, a live writer's and unrelated files are kept", async () => {
+    // A pid that surely is dead: a child that has exited and been reaped.
+    const child = spawn(process.execPath, ['-e', '']);
+    const deadPid = child.pid as number;
+    await new Promise((resolve) => child.on('close', resolve));
+    const live = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)']);
+    try {
+      const livePid = live.pid as number;
+      const stale = `.unit.prun-${deadPid}-aaaa.tmp`;
+      const running = `.unit.prun-${livePid}-bbbb.tmp`;
+      const mine = `.unit.prun-${process.pid}-cccc.tmp`;
+      for (const name of [stale, running, mine, 'unit', '.unit.tmp']) writeFileSync(join(dir, name), 'x');
+      expect(removeStaleTemps(dir)).toEqual([join(dir, stale)]);
+      expect(readdirSync(dir).sort()).toEqual([running, mine, '.unit.tmp', 'unit'].sort());
+    } finally {
+      live.kill();
+    }
+  });
+
+  test('tag and target narrow what is removed; an unlistable directory removes nothing', () => {
+    writeFileSync(join(dir, '.a.prun-99999999-1.tmp'), '');
+    writeFileSync(join(dir, '.a.other-99999999-1.tmp'), '');
+    writeFileSync(join(dir, '.b.prun-99999999-1.tmp'), '');
+    const dead = () => false;
+    expect(removeStaleTemps(dir, { tag: 'prun', target: 'a', isAlive: dead })).toEqual([join(dir, '.a.prun-99999999-1.tmp')]);
+    expect(removeStaleTemps(join(dir, 'missing'))).toEqual([]);
+  });
+});
+
+describe('readHead', () => {
+  test('reads at most maxBytes of a regular file, truncating or refusing the rest', () => {
+    const path = join(dir, 'f');
+    writeFileSync(path, 'hello world');
+    expect(readHead(path, { maxBytes: 5 })).toEqual({ ok: true, bytes: Buffer.from('hello'), text: 'hello', truncated: true });
+    expect(readHead(path, { maxBytes: 11, overflow: 'refuse' })).toMatchObject({ ok: true, text: 'hello world', truncated: false });
+    expect(readHead(path, { maxBytes: 10, overflow: 'refuse' })).toEqual({ ok: false, problem: 'EntryTooLarge' });
+  });
+
+  test('each result is its own copy, not a view of the shared buffer', () => {
+    writeFileSync(join(dir, 'a'), 'aaaa');
+    writeFileSync(join(dir, 'b'), 'bbbb');
+    const a = readHead(join(dir, 'a'), { maxBytes: 4 });
+    readHead(join(dir, 'b'), { maxBytes: 4 });
+    expect(a.ok && a.bytes.toString()).toBe('aaaa');
+  });
+
+  test('a FIFO is refused at once, without blocking, even with no writer', () => {
+    const fifo = join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const started = process.hrtime.bigint();
+    // A blocking open of a writer-less FIFO would hang this test (and the whole worker) here.
+    expect(readHead(fifo, { maxBytes: 10 })).toEqual({ ok: false, problem: 'NotARegularFile' });
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(5000);
+    // Through a symlink too.
+    symlinkSync(fifo, join(dir, 'link'));
+    expect(readHead(join(dir, 'link'), { maxBytes: 10 })).toEqual({ ok: false, problem: 'NotARegularFile' });
+  });
+
+  test('a device, a directory, a missing file, a bad path: typed refusals, never a throw', () => {
+    expect(readHead('/dev/zero', { maxBytes: 10 })).toEqual({ ok: false, problem: 'NotARegularFile' });
+    expect(readHead(dir, { maxBytes: 10 })).toEqual({ ok: false, problem: 'NotARegularFile' });
+    expect(readHead(join(dir, 'none'), { maxBytes: 10 })).toEqual({ ok: false, problem: 'absent' });
+    writeFileSync(join(dir, 'file'), 'x');
+    expect(readHead(join(dir, 'file', 'below'), { maxBytes: 10 })).toEqual({ ok: false, problem: 'ENOTDIR' });
+  });
+
+  test('an unreadable file gives its error code', async () => {
+    chmodSync(dir, 0o755);
+    const path = join(dir, 'secret');
+    writeFileSync(path, 'x', { mode: 0o000 });
+    expect(await unprivileged('read', path)).toEqual({ ok: false, problem: 'EACCES' });
+  });
+});
+
+describe('which', () => {
+  test('finds the first executable regular file on PATH, as shutil.which does', () => {
+    const a = join(dir, 'a');
+    const b = join(dir, 'b');
+    mkdirSync(a);
+    mkdirSync(b);
+    writeFileSync(join(a, 'tool'), '', { mode: 0o644 });
+    mkdirSync(join(a, 'dirtool'));
+    writeFileSync(join(b, 'tool'), '#!/bin/sh\n', { mode: 0o755 });
+    writeFileSync(join(b, 'dirtool'), '#!/bin/sh\n', { mode: 0o755 });
+    const env = { PATH: `${a}:${b}` };
+    expect(which('tool', { env })).toBe(join(b, 'tool'));
+    expect(which('dirtool', { env })).toBe(join(b, 'dirtool'));
+    expect(which('missing', { env })).toBeNull();
+    expect(which('tool', { env: { PATH: '' } })).toBeNull();
+    // An empty PATH entry is the cwd.
+    expect(which('tool', { env: { PATH: ':' }, cwd: b })).toBe(join(b, 'tool'));
+    expect(which('./tool', { cwd: b })).toBe(join(b, 'tool'));
+    expect(which('sh', { env: {} })).toMatch(/^\/(usr\/)?bin\/sh$/);
+  });
+});

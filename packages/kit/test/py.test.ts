@@ -1,0 +1,175 @@
+// Each Python-compatibility helper against python3 itself, over generated inputs. All cases go
+// to one python3 process, so the whole file costs one start-up.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { which } from '@prun/kit/fs';
+import {
+  expandUser,
+  isPyPrintable,
+  pyFloatRepr,
+  pyJsonDumps,
+  pyJsonLoads,
+  pyRepr,
+  pySplit,
+  pyStrip,
+  splitLines,
+} from '@prun/kit/py';
+
+const python = which('python3');
+const skipNote = python === null ? ' (skipped: python3 not on PATH)' : '';
+const oracle = fileURLToPath(new URL('./fixtures/python-oracle.py', import.meta.url));
+const seed = Number(process.env.KIT_PY_SEED ?? Date.now() % 2 ** 31);
+const RUNS = 400;
+
+// Characters where JavaScript and Python most often part ways.
+const INTERESTING = [
+  ...'\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u200a\u2028\u2029\u202f\u205f\u3000',
+  '\r\n',
+  ...`'"\\\x00\x07\x1b\x7f\x80\x9f\xad\u00e9\u200b\u200e\ufeff\ufffd\ue000\u0378`,
+  '\ud800',
+  '\udfff',
+  '\u{1f600}',
+  '\u{10ffff}',
+  '\u{e0001}',
+  'a',
+  'Z',
+  '~',
+  '/',
+];
+const char = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom(...INTERESTING) },
+  { weight: 1, arbitrary: fc.integer({ min: 0, max: 0x10ffff }).map((code) => String.fromCodePoint(code)) },
+  { weight: 1, arbitrary: fc.integer({ min: 0x20, max: 0x7e }).map((code) => String.fromCharCode(code)) },
+);
+const text = fc.array(char, { maxLength: 12 }).map((chars) => chars.join(''));
+
+const number = fc.oneof(
+  fc.integer(),
+  fc.double(),
+  fc.constantFrom(0.1, 1e-5, 1e-4, 1e15, 1e16, 1.5e16, 123456789012345680000, 1e21, 5e-324, NaN, Infinity, -Infinity),
+).map((n) => (Object.is(n, -0) ? 0 : n)); // JSON has no -0 to carry to Python
+const value = fc.letrec<{ value: unknown }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small' },
+    fc.constant(null),
+    fc.boolean(),
+    number,
+    text,
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(text, tie('value'), { maxKeys: 4 }),
+  ),
+})).value;
+
+const HOMES = [null, '/home/u', '/home/u/', '/', '', '//'];
+const PATHS = ['~', '~/', '~/a/b', '~root', '~root/x', '~no-such-user-kit/x', 'a~', '/~', '~//x', ''];
+
+interface Answers {
+  strip: string[];
+  split: string[][];
+  splitlines: string[][];
+  repr: string[];
+  unassigned: string[][];
+  dumps: string[][];
+  expanduser: string[];
+}
+
+const strings = fc.sample(text, { numRuns: RUNS, seed });
+const values = fc.sample(value, { numRuns: RUNS, seed });
+const homeCases = HOMES.flatMap((home) => PATHS.map((path) => ({ home, path })));
+let answers: Answers;
+
+function transport(item: unknown): string {
+  return JSON.stringify(item, (_key, member: unknown) =>
+    typeof member === 'number' && !Number.isFinite(member) ? { __nonfinite__: String(member).replace('Infinity', 'inf') } : member,
+  );
+}
+
+beforeAll(() => {
+  if (python === null) return;
+  const result = spawnSync(python, [oracle], {
+    input: transport({ strings, values, expanduser: homeCases }),
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (result.status !== 0) throw new Error(`python3 failed: ${result.stderr}`);
+  answers = JSON.parse(result.stdout) as Answers;
+});
+
+/** Compare case by case, so a failure names the input (and the seed that rebuilds it). */
+function each<T>(inputs: readonly T[], expected: readonly unknown[], actual: (input: T) => unknown): void {
+  inputs.forEach((input, index) => {
+    expect(actual(input), `seed ${seed}, input ${JSON.stringify(input)}`).toEqual(expected[index]);
+  });
+}
+
+describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () => {
+  test('pyStrip is str.strip()', () => each(strings, answers.strip, pyStrip));
+  test('pySplit is str.split()', () => each(strings, answers.split, pySplit));
+  test('splitLines is str.splitlines()', () => each(strings, answers.splitlines, splitLines));
+
+  test('pyRepr is repr(str), NEL, NBSP, ZWSP and U+007F escaped as Python does', () => {
+    let compared = 0;
+    strings.forEach((input, index) => {
+      // A character newer than this Python's Unicode tables is escaped there, printable here.
+      const unknownToPython = (answers.unassigned[index] ?? []).some((c) => isPyPrintable(c));
+      if (unknownToPython) return;
+      compared += 1;
+      expect(pyRepr(input), `seed ${seed}, input ${JSON.stringify(input)}`).toBe(answers.repr[index]);
+    });
+    expect(compared).toBeGreaterThan(RUNS / 2);
+    expect(pyRepr('\x85\xa0\u200b\x7f')).toBe("'\\x85\\xa0\\u200b\\x7f'");
+  });
+
+  test('pyJsonDumps is json.dumps with its defaults, ensure_ascii=False, compact separators and indent=2', () => {
+    values.forEach((input, index) => {
+      const [plain, unicode, compact, indented] = answers.dumps[index] as string[];
+      const where = `seed ${seed}, input ${transport(input)}`;
+      expect(pyJsonDumps(input), where).toBe(plain);
+      expect(pyJsonDumps(input, { ensureAscii: false }), where).toBe(unicode);
+      expect(pyJsonDumps(input, { separators: [',', ':'] }), where).toBe(compact);
+      expect(pyJsonDumps(input, { indent: 2 }), where).toBe(indented);
+    });
+    expect(pyJsonDumps('\x7f')).toBe('"\\u007f"');
+  });
+
+  test('pyJsonLoads reads what json.dumps writes, bare NaN and Infinity included', () => {
+    values.forEach((input, index) => {
+      const [plain, , , indented] = answers.dumps[index] as string[];
+      expect(pyJsonLoads(plain as string), `seed ${seed}, text ${plain}`).toEqual(input);
+      expect(pyJsonLoads(indented as string), `seed ${seed}, text ${indented}`).toEqual(input);
+    });
+  });
+
+  test('expandUser is os.path.expanduser', () => {
+    homeCases.forEach((input, index) => {
+      const env = input.home === null ? {} : { HOME: input.home };
+      expect(expandUser(input.path, env), JSON.stringify(input)).toBe(answers.expanduser[index]);
+    });
+  });
+});
+
+describe('@prun/kit/py without python3', () => {
+  test('pyFloatRepr writes floats as repr(float) does', () => {
+    expect([5, 0.1, 1e-5, 1e16, 1.5e-7, 123.456, -0, NaN, Infinity].map(pyFloatRepr)).toEqual([
+      '5.0',
+      '0.1',
+      '1e-05',
+      '1e+16',
+      '1.5e-07',
+      '123.456',
+      '-0.0',
+      'nan',
+      'inf',
+    ]);
+  });
+
+  test('pyJsonLoads refuses what json.loads refuses', () => {
+    for (const bad of ['', 'nan', '[NaN,]', '{"a" NaN}', '-NaN', '[1] x', 'Infinit']) {
+      expect(() => pyJsonLoads(bad), bad).toThrow(SyntaxError);
+    }
+    expect(pyJsonLoads('{"__proto__": NaN}')).toEqual(JSON.parse('{"__proto__": null}') && { ['__proto__']: NaN });
+    expect(pyJsonLoads('{"s": "NaN", "n": -Infinity}')).toEqual({ s: 'NaN', n: -Infinity });
+  });
+});

@@ -1,0 +1,69 @@
+# fish completion for prun-gather (generated from its declaration)
+function __prun_gather_complete
+    set -l tokens (commandline -opc)
+    set -l cur (commandline -ct)
+    set -l p ""
+    set -l expect ""
+    set -l n 0
+    set -l dd 0
+    for w in $tokens[2..-1]
+        if test -n "$expect"
+            set expect ""
+            continue
+        end
+        if test $dd = 1
+            set n (math $n + 1)
+            continue
+        end
+        if test "$w" = --
+            set dd 1
+            set n 0
+            continue
+        end
+        if string match -qr -- '^-.' "$w"
+            string match -q -- '*=*' "$w"; and continue
+            switch "$p|$w"
+            end
+            continue
+        end
+        if test $n = 0
+            switch "$p|$w"
+            end
+        end
+        set n (math $n + 1)
+    end
+    set -l prefix ""
+    if test -z "$expect"; and test $dd = 0; and string match -qr -- '^--[^=]+=' "$cur"
+        set expect (string replace -r -- '=.*' '' "$cur")
+        set prefix "$expect="
+        set cur (string replace -r -- '^[^=]*=' '' "$cur")
+    end
+    if test -n "$expect"
+        switch "$p|$expect"
+        end
+        return 0
+    end
+    if test $dd = 1
+        switch "$p"
+        end
+        return 0
+    end
+    if string match -q -- '-*' "$cur"
+        switch "$p"
+            case ''
+                printf '%s\n' '--json	the same events as NDJSON' '--help	show this help' '--version	print the version'
+        end
+        return 0
+    end
+    if test $n = 0
+        switch "$p"
+        end
+    end
+    switch "$p|$n"
+        case '|0'
+            __fish_complete_path "$cur"
+        case '|''*'
+            __fish_complete_path "$cur"
+    end
+end
+complete -c prun-gather -f -a '(__prun_gather_complete)'

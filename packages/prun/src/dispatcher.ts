@@ -1,0 +1,65 @@
+// Everything prun knows about starting a dispatcher comes from the dispatcher package's own
+// exports (its command, argv, settings check and unit-id rule), used here in one place.
+import { statSync } from 'node:fs';
+import { checkDispatcherSettings, dispatcherArgv, dispatcherCommand, parseArgs, UsageError, type Mode } from '@prun/dispatcher-agy';
+import { locateAgy } from '@prun/model-resolve';
+
+export { unitIdProblem as dispatcherUnitIdProblem } from '@prun/dispatcher-agy';
+
+/** How prun starts one unit's dispatcher. */
+export interface DispatchRequest {
+  unitId: string;
+  promptFile: string;
+  resultFile: string;
+  mode: Mode | null;
+  addDirs: string[];
+  continueFrom: string | null;
+}
+
+/** The whole command line of one unit's dispatcher: node, the dispatcher's bin, its options. */
+export function dispatcherCommandLine(request: DispatchRequest): [string, string[]] {
+  const [node, bin] = dispatcherCommand();
+  return [node, [bin, ...dispatcherArgv(request)]];
+}
+
+/**
+ * The `--result-file` of a dispatcher command line (argv without the program), read back with
+ * the dispatcher's own parser, whichever spelling started it. Null for any other command line.
+ */
+export function resultFileOfArgv(argv: string[]): string | null {
+  if (!argv.some((arg) => arg.startsWith('--result-file'))) return null;
+  const parsed = parseArgs(argv);
+  return parsed.kind === 'args' ? parsed.args.resultFile : null;
+}
+
+/** One unit as the pre-flight check sees it. */
+export interface PreflightUnit {
+  id: string;
+  addDirs: string[];
+  /** The environment its dispatcher would get. */
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * Would the dispatcher accept this unit? Its settings (ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS and
+ * the rest, the agy binary) by the dispatcher package's own check, and its add-dirs existing
+ * (the dispatcher refuses a missing one). Returns the one-line refusal, or null.
+ */
+export function dispatcherRefusal(unit: PreflightUnit, cwd: string): string | null {
+  try {
+    checkDispatcherSettings(unit.env, { locateBinary: () => locateAgy(unit.env, cwd) });
+  } catch (error) {
+    if (error instanceof UsageError) return error.message;
+    throw error;
+  }
+  for (const dir of unit.addDirs) {
+    let isDir = false;
+    try {
+      isDir = statSync(dir).isDirectory();
+    } catch {
+      isDir = false;
+    }
+    if (!isDir) return `add_dirs entry is not an existing directory: ${dir}`;
+  }
+  return null;
+}

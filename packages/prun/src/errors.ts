@@ -1,0 +1,24 @@
+import { QUOTA_EXHAUSTED_EXIT } from '@prun/quota';
+
+/** prun's own exit codes (docs/exit-codes.md); 1-100 is a finished batch's count of failed and invalid units. */
+export const EXIT = {
+  ok: 0,
+  usage: 2,
+  internal: 70,
+  /** The batch stopped on a quota refusal under --no-quota-wait. */
+  quota: QUOTA_EXHAUSTED_EXIT,
+  /** Another prun process drives this batch directory. */
+  busy: 101,
+  /** The ledger is damaged (a bad line before the last, or missing or empty beside a batch's state). */
+  ledger: 102,
+} as const;
+
+export class BatchError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+    this.name = 'BatchError';
+  }
+}

@@ -1,0 +1,327 @@
+// Getting a batch directory ready to drive: a new one laid out whole or not at all, an existing
+// one opened under its driver lock with its ledger checked. Everything that can be checked
+// before a worker starts is checked here, and a refusal leaves nothing behind.
+import { randomBytes } from 'node:crypto';
+import {
+  accessSync,
+  closeSync,
+  constants,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { batchPaths, queuedEntry, unitEnv, type BatchPaths } from './batch.js';
+import { dispatcherRefusal, type PreflightUnit } from './dispatcher.js';
+import { BatchError, EXIT } from './errors.js';
+import { appendLedger, readLedger, repairLedgerTail, type LedgerRead } from './ledger.js';
+import { takeDriverLock } from './lock.js';
+import { loadPlan, PlanError, type ResolvedUnit } from './plan.js';
+
+export interface OpenBatch {
+  paths: BatchPaths;
+  units: ResolvedUnit[];
+  ledger: LedgerRead;
+  /** The driver lock's descriptor: held until this process exits. */
+  lockFd: number;
+  /** Where a torn last ledger line was set aside, if there was one. */
+  tornSetAside: string | null;
+}
+
+const code = (error: unknown): string => (error as NodeJS.ErrnoException).code ?? String(error);
+
+/** Default batch directory: `prun-batch-<UTC timestamp>` in cwd, `-2`, `-3`, ... when taken. */
+export function defaultBatchDirName(now: Date, n: number): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return n === 1 ? `prun-batch-${stamp}` : `prun-batch-${stamp}-${n}`;
+}
+
+/** What the dispatcher would refuse, and missing clone sources: one line naming the unit. */
+function preflightUnits(units: ResolvedUnit[], env: NodeJS.ProcessEnv, paths: BatchPaths): void {
+  for (const unit of units) {
+    if (unit.clone !== null) {
+      let isDir = false;
+      try {
+        isDir = statSync(unit.clone).isDirectory();
+      } catch {
+        isDir = false;
+      }
+      if (!isDir) throw new BatchError(`unit ${unit.id}: clone source is not a directory: ${unit.clone}`, EXIT.usage);
+    }
+    const check: PreflightUnit = { id: unit.id, addDirs: unit.addDirs, env: unitEnv(env, unit, unit.clone ? paths.clone(unit.id) : null) };
+    const refusal = dispatcherRefusal(check, paths.dir);
+    if (refusal !== null) throw new BatchError(`unit ${unit.id}: the dispatcher would refuse it: ${refusal}`, EXIT.usage);
+  }
+}
+
+/**
+ * Check that `target` can be made a new batch directory, without creating anything: nothing
+ * there (or an empty directory), and its nearest existing ancestor a directory we can write in.
+ */
+function checkNewDir(target: string, mayBeTaken: boolean): void {
+  if (!mayBeTaken) checkTargetFree(target);
+  checkAncestorWritable(target);
+}
+
+function checkTargetFree(target: string): void {
+  try {
+    const stat = lstatSync(target);
+    if (!stat.isDirectory()) throw new BatchError(`--dir ${target} exists and is not a directory`, EXIT.usage);
+    if (readdirSync(target).length > 0) {
+      throw new BatchError(`batch directory already exists and is not empty; use --resume to continue it: ${target}`, EXIT.usage);
+    }
+  } catch (error) {
+    if (error instanceof BatchError) throw error;
+    const why = code(error);
+    if (why !== 'ENOENT' && why !== 'ENOTDIR') throw new BatchError(`--dir ${target}: cannot use it: ${why}`, EXIT.usage);
+  }
+}
+
+function checkAncestorWritable(target: string): void {
+  let ancestor = dirname(target);
+  for (;;) {
+    try {
+      const stat = statSync(ancestor);
+      if (!stat.isDirectory()) throw new BatchError(`--dir ${target}: ${ancestor} is not a directory`, EXIT.usage);
+      break;
+    } catch (error) {
+      if (error instanceof BatchError) throw error;
+      const why = code(error);
+      if (why === 'ENOTDIR') {
+        ancestor = dirname(ancestor);
+        continue;
+      }
+      if (why !== 'ENOENT' || ancestor === '/') throw new BatchError(`--dir ${target}: cannot use ${ancestor}: ${why}`, EXIT.usage);
+      ancestor = dirname(ancestor);
+    }
+  }
+  try {
+    accessSync(ancestor, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    throw new BatchError(`--dir ${target}: cannot create it, ${ancestor} is not writable (${code(error)})`, EXIT.usage);
+  }
+}
+
+/** mkdir -p one component at a time (a recursive mkdir can spin on /proc); returns the dirs it made. */
+function makeParents(dir: string): string[] {
+  const missing: string[] = [];
+  let at = dir;
+  for (;;) {
+    try {
+      statSync(at);
+      break;
+    } catch {
+      missing.unshift(at);
+      const up = dirname(at);
+      if (up === at) break;
+      at = up;
+    }
+  }
+  const made: string[] = [];
+  for (const path of missing) {
+    mkdirSync(path);
+    made.push(path);
+  }
+  return made;
+}
+
+function fsyncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Lay a batch out in a hidden sibling and rename it into place, holding the driver lock from
+ * the first moment: the directory appears whole (plan.json, prompts, one `queued` line per unit)
+ * or not at all. Returns false when `target` was taken meanwhile (another batch won the name).
+ */
+function buildAndPlace(target: string, units: ResolvedUnit[]): { lockFd: number } | false {
+  const parent = dirname(target);
+  const temp = join(parent, `.${basename(target)}.prun-new-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const paths = batchPaths(temp);
+  let lockFd: number | null = null;
+  try {
+    mkdirSync(temp);
+    lockFd = takeDriverLock(paths.lock, target);
+    for (const folder of [paths.prompts, paths.results, paths.clones, paths.logs]) mkdirSync(folder);
+    const final = batchPaths(target);
+    // plan.json is self-contained: prompts copied in, every path absolute, so --resume needs
+    // nothing but the batch directory, from any working directory.
+    const stored = {
+      units: units.map((unit) => ({
+        id: unit.id,
+        prompt_file: final.prompt(unit.id),
+        ...(unit.mode ? { mode: unit.mode } : {}),
+        ...(unit.addDirs.length > 0 ? { add_dirs: unit.addDirs } : {}),
+        ...(unit.clone ? { clone: unit.clone } : {}),
+        ...(unit.model ? { model: unit.model } : {}),
+        ...(unit.dependsOn.length > 0 ? { depends_on: unit.dependsOn } : {}),
+      })),
+    };
+    for (const unit of units) writeFileSync(paths.prompt(unit.id), unit.prompt, { flag: 'wx' });
+    writeFileSync(paths.plan, `${JSON.stringify(stored, null, 2)}\n`, { flag: 'wx' });
+    fsyncPath(paths.plan);
+    for (const unit of units) appendLedger(paths.ledger, queuedEntry(final, unit));
+    fsyncPath(temp);
+    try {
+      renameSync(temp, target);
+    } catch (error) {
+      const why = code(error);
+      if (why === 'ENOTEMPTY' || why === 'EEXIST') {
+        rmSync(temp, { recursive: true, force: true });
+        closeSync(lockFd);
+        return false;
+      }
+      throw error;
+    }
+    fsyncPath(parent);
+    return { lockFd };
+  } catch (error) {
+    rmSync(temp, { recursive: true, force: true });
+    if (lockFd !== null) closeSync(lockFd);
+    if (error instanceof BatchError) throw error;
+    throw new BatchError(`cannot create the batch directory ${target}: ${code(error)}`, EXIT.usage);
+  }
+}
+
+/**
+ * A new batch from a plan: plan, prompts, dispatcher settings and ids, and the directory all
+ * checked before anything is created; then laid out atomically under the driver lock.
+ * `dir` undefined picks the default name in `cwd`, unique even for batches started together.
+ */
+export async function createBatch(planPath: string, dir: string | undefined, env: NodeJS.ProcessEnv, cwd: string): Promise<OpenBatch> {
+  const planAbsolute = resolve(cwd, planPath);
+  const { units } = loadPlan(planAbsolute);
+  const now = new Date();
+  const firstTarget = dir === undefined ? join(cwd, defaultBatchDirName(now, 1)) : resolve(cwd, dir);
+  checkNewDir(firstTarget, dir === undefined);
+  preflightUnits(units, env, batchPaths(firstTarget));
+  let made: string[] = [];
+  try {
+    made = makeParents(dirname(firstTarget));
+  } catch (error) {
+    throw new BatchError(`--dir ${firstTarget}: cannot create its parent: ${code(error)}`, EXIT.usage);
+  }
+  for (let n = 1; n <= 1000; n += 1) {
+    const target = dir === undefined ? join(cwd, defaultBatchDirName(now, n)) : firstTarget;
+    if (dir === undefined && n > 1) {
+      try {
+        lstatSync(target);
+        continue;
+      } catch {
+        // free
+      }
+    }
+    let placed: { lockFd: number } | false;
+    try {
+      placed = buildAndPlace(target, units);
+    } catch (error) {
+      for (const path of made.reverse()) rmSync(path, { recursive: true, force: true });
+      throw error;
+    }
+    if (placed) {
+      const paths = batchPaths(target);
+      return { paths, units: loadPlan(paths.plan).units, ledger: readLedger(paths.ledger), lockFd: placed.lockFd, tornSetAside: null };
+    }
+    if (dir !== undefined) {
+      throw new BatchError(`batch directory already exists and is not empty; use --resume to continue it: ${target}`, EXIT.usage);
+    }
+  }
+  throw new BatchError(`no free default batch directory name in ${cwd}; pass --dir`, EXIT.usage);
+}
+
+function isWritableDir(path: string): string | null {
+  try {
+    if (!statSync(path).isDirectory()) return 'not a directory';
+    accessSync(path, constants.W_OK | constants.X_OK);
+    return null;
+  } catch (error) {
+    return code(error);
+  }
+}
+
+/** Whether a batch has anything a ledger would have had to describe: results, logs or clones. */
+function hasRunState(paths: BatchPaths): boolean {
+  for (const folder of [paths.results, paths.logs, paths.clones]) {
+    try {
+      if (readdirSync(folder).length > 0) return true;
+    } catch {
+      // missing folder: nothing there
+    }
+  }
+  return false;
+}
+
+/**
+ * An existing batch directory, ready to drive: the driver lock taken (another driver refused,
+ * exit 101), its folders writable, its plan loaded, its ledger whole (a bad line before the
+ * last, or a missing or empty ledger beside results or logs, stops here with exit 102 and
+ * nothing changed), the dispatcher's checks passed; then a torn last line is set aside.
+ */
+export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string): Promise<OpenBatch> {
+  const paths = batchPaths(resolve(cwd, dir));
+  let stat;
+  try {
+    stat = statSync(paths.dir);
+  } catch (error) {
+    throw new BatchError(`not a batch directory (${code(error)}): ${paths.dir}`, EXIT.usage);
+  }
+  if (!stat.isDirectory()) throw new BatchError(`not a batch directory (not a directory): ${paths.dir}`, EXIT.usage);
+  try {
+    statSync(paths.plan);
+  } catch {
+    throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, EXIT.usage);
+  }
+  const unwritable = isWritableDir(paths.dir);
+  if (unwritable !== null) throw new BatchError(`cannot write in the batch directory ${paths.dir} (${unwritable})`, EXIT.usage);
+  const lockFd = takeDriverLock(paths.lock, paths.dir);
+  try {
+    for (const folder of [paths.prompts, paths.results, paths.logs, paths.clones]) {
+      const problem = isWritableDir(folder);
+      if (problem !== null) throw new BatchError(`cannot write in ${folder} (${problem})`, EXIT.usage);
+    }
+    try {
+      accessSync(paths.ledger, constants.W_OK);
+    } catch (error) {
+      if (code(error) !== 'ENOENT') throw new BatchError(`cannot write to the ledger ${paths.ledger} (${code(error)})`, EXIT.usage);
+    }
+    let units: ResolvedUnit[];
+    try {
+      units = loadPlan(paths.plan).units;
+    } catch (error) {
+      if (error instanceof PlanError) throw new BatchError(`${paths.plan}: ${error.message}`, EXIT.usage);
+      throw error;
+    }
+    const ledger = readLedger(paths.ledger);
+    if (ledger.badLines.length > 0) {
+      const lines = ledger.badLines.join(', ');
+      throw new BatchError(
+        `ledger line${ledger.badLines.length > 1 ? 's' : ''} ${lines} of ${paths.ledger} ${ledger.badLines.length > 1 ? 'are' : 'is'} not a valid entry; nothing was changed (repair or remove the line to resume)`,
+        EXIT.ledger,
+      );
+    }
+    if (ledger.entries.length === 0 && hasRunState(paths)) {
+      throw new BatchError(
+        `the ledger ${paths.ledger} is ${ledger.exists ? 'empty' : 'missing'} but the batch has results or logs; nothing was changed (restore the ledger, or start a new batch)`,
+        EXIT.ledger,
+      );
+    }
+    const pending = units.filter((unit) => ledger.latest.get(unit.id)?.status !== 'done');
+    preflightUnits(pending, env, paths);
+    const tornSetAside = repairLedgerTail(paths.ledger, ledger);
+    return { paths, units, ledger, lockFd, tornSetAside };
+  } catch (error) {
+    closeSync(lockFd);
+    throw error;
+  }
+}

@@ -1,0 +1,79 @@
+import { QUOTA_EXHAUSTED_EXIT } from '@prun/quota';
+import type { ResultSummary } from '@prun/unit-state';
+import { fallbackReason, isQuotaBlock } from './units.js';
+
+/** A result file as it is when a dispatch ends: absent (or empty), present but not a result, or parsed. */
+export type ResultRead = ResultSummary | 'unparsed' | null;
+
+/** Everything known about a dispatch that has ended. */
+export interface DispatchEnd {
+  unitId: string;
+  /** The dispatcher's exit code; null when it ended while no batch process watched it. */
+  exitCode: number | null;
+  result: ResultRead;
+  /** The signal the batch passed on to this dispatcher to stop it, if it did. */
+  stopSignal: string | null;
+  /** The last line of the dispatcher's stderr, for the note when it left no result. */
+  stderrLast: string | null;
+}
+
+export type UnitOutcome =
+  | { status: 'done' }
+  | { status: 'invalid'; note: string }
+  | { status: 'failed'; note: string }
+  /** Refused on quota: the note is the block text (it may name the reset). */
+  | { status: 'deferred'; note: string }
+  | { status: 'interrupted'; note: string }
+  /** The dispatch left nothing at all (it never got going): dispatch the unit again. */
+  | { status: 'queued'; note: string };
+
+/** The return contract's four lines, in order, as they appear in a result. */
+const CONTRACT_FIELDS = [
+  ['conclusion', 'Conclusion:'],
+  ['files', 'Files:'],
+  ['openItems', 'Open items:'],
+  ['verification', 'Verification:'],
+] as const;
+
+/** What a non-FALLBACK result lacks of the return contract, or null when it follows it. */
+export function contractProblem(unitId: string, result: ResultRead): string | null {
+  if (result === null) return 'no result';
+  if (result === 'unparsed') return `its first line is not the header "# ${unitId} result"`;
+  if (result.unitId !== unitId) return `its header names unit ${result.unitId}, not ${unitId}`;
+  const missing = CONTRACT_FIELDS.filter(([key]) => result[key] === null).map(([, label]) => label);
+  return missing.length === 0 ? null : `it lacks ${missing.join(', ')}`;
+}
+
+/**
+ * A unit's outcome from its dispatcher's end: the one decision the live path (a child's exit) and
+ * the restart path (a dispatcher that ended while no batch watched, exit code unknown) share.
+ * Pure: the caller reads the result file and the log, and records what this returns.
+ */
+export function unitOutcome(end: DispatchEnd): UnitOutcome {
+  const { exitCode, result, stopSignal } = end;
+  const quotaExit = exitCode === QUOTA_EXHAUSTED_EXIT;
+  if (result === null) {
+    if (quotaExit) return { status: 'deferred', note: 'quota refused' };
+    if (stopSignal !== null) return { status: 'interrupted', note: `stopped by ${stopSignal} before it published a result` };
+    if (exitCode === null) return { status: 'queued', note: 'previous dispatch ended without a result; dispatching again' };
+    const why = end.stderrLast === null ? '' : `: ${end.stderrLast}`;
+    return { status: 'failed', note: `dispatcher exited with code ${exitCode} and published no result${why}` };
+  }
+  if (result !== 'unparsed' && result.fallback) {
+    const reason = fallbackReason(result);
+    if (quotaExit || isQuotaBlock(reason)) return { status: 'deferred', note: reason };
+    if (stopSignal !== null && exitCode !== 0) return { status: 'interrupted', note: reason };
+    return { status: 'failed', note: reason };
+  }
+  if (exitCode !== null && exitCode !== 0) {
+    const note = `dispatcher exited with code ${exitCode}`;
+    return stopSignal !== null ? { status: 'interrupted', note: `${note} after ${stopSignal}` } : { status: 'failed', note };
+  }
+  const problem = contractProblem(end.unitId, result);
+  if (problem !== null) return { status: 'invalid', note: `result does not follow the return contract: ${problem}` };
+  return { status: 'done' };
+}
+
+/** Statuses that count in the exit code like failures, and block their dependents. */
+export const FAILED_STATUSES = ['failed', 'invalid'] as const;
+export const isFailedStatus = (status: string | undefined): boolean => status === 'failed' || status === 'invalid';

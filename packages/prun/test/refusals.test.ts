@@ -1,0 +1,163 @@
+// Everything prun batch can check before a worker starts is checked first: each refusal is one
+// line naming the setting, field or path, exit 2, nothing created, no worker started (fake
+// agy's call log stays empty). Run from a scratch working directory with relative paths.
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execa } from 'execa';
+import { prun, prunBin, sandbox, workerCalls, type Sandbox } from './helpers.js';
+
+let box: Sandbox;
+beforeAll(() => {
+  box = sandbox();
+});
+afterAll(() => box.cleanup());
+
+const unit = (id: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ id, prompt: `UNIT-ID:${id} work`, model: 'fake-model-x', ...extra });
+
+let counter = 0;
+/** A fresh scratch directory holding plan.json. */
+function caseDir(units: unknown[] = [unit('u1')]): string {
+  counter += 1;
+  const dir = join(box.root, `case-${counter}`);
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'plan.json'), JSON.stringify({ units }));
+  return dir;
+}
+
+const listing = (dir: string): string[] => readdirSync(dir, { recursive: true }).map(String).sort();
+
+function expectRefused(result: { exitCode?: number; stderr: unknown; stdout: unknown }, fragment: string): void {
+  const stderr = String(result.stderr);
+  expect(stderr, stderr).toContain(fragment);
+  expect(stderr.split('\n'), stderr).toHaveLength(1);
+  expect(stderr).toMatch(/^prun: /);
+  expect(stderr).not.toContain('internal error');
+  expect(result.exitCode, stderr).toBe(2);
+  expect(String(result.stdout)).toBe('');
+}
+
+const canUnshare = spawnSync('unshare', ['-m', 'true']).status === 0;
+const canSetpriv = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'true']).status === 0;
+
+/** Run prun with `dir` bind-mounted read-only (a private mount namespace: nothing leaks out). */
+function prunWithReadOnly(readOnly: string, args: string[], cwd: string) {
+  const script = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"';
+  return execa('unshare', ['-m', 'sh', '-c', script, 'sh', readOnly, process.execPath, prunBin, ...args], { reject: false, extendEnv: false, env: box.env, cwd });
+}
+
+describe('prun batch refuses before the first worker starts', () => {
+  const settingCases: Array<[string, NodeJS.ProcessEnv, string]> = [
+    ['a timeout with a unit', { ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: '45m' }, 'ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS must be a positive integer'],
+    ['a bad sandbox value', { PRUN_AGY_SANDBOX: 'maybe' }, 'PRUN_AGY_SANDBOX must be 1/true/yes/on or 0/false/no/off'],
+    ['a bad preflight value', { ANTIGRAVITY_PREFLIGHT: 'sometimes' }, 'ANTIGRAVITY_PREFLIGHT must be auto, force, or off'],
+    ['a blank effort', { ANTIGRAVITY_DISPATCH_EFFORT: ' ' }, 'model and effort overrides must be non-empty'],
+    ['no agy binary', { ANTIGRAVITY_BIN: '/nonexistent/agy' }, 'no runnable Antigravity CLI found'],
+  ];
+  it.each(settingCases)('the dispatcher setting check: %s', async (_what, env, fragment) => {
+    const dir = caseDir();
+    const run = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: { ...box.env, ...env }, cwd: dir });
+    expectRefused(run, `unit u1: the dispatcher would refuse it: ${fragment}`);
+    expect(listing(dir)).toEqual(['plan.json']);
+    expect(workerCalls(box.logDir)).toHaveLength(0);
+  });
+
+  it('plan and input problems, each naming the field or path', async () => {
+    const cases: Array<[string, unknown[] | null, string[], string, (dir: string) => void]> = [
+      ['an id starting with a dash', [unit('-x')], [], 'plan field units[0](id -x).id: the dispatcher refuses it: --unit-id must not start with a dash', () => {}],
+      ['a 300-character id', [unit('x'.repeat(300))], [], 'must be at most 211 characters', () => {}],
+      ['a prompt_file that is /dev/zero', [{ id: 'z', prompt_file: '/dev/zero' }], [], 'plan field units[0](id z).prompt_file: /dev/zero is not a regular file', () => {}],
+      ['a prompt_file over the bound', [{ id: 'big', prompt_file: 'big.md' }], ['big.md'], 'big.md is larger than 1048576 bytes', (dir) => writeFileSync(join(dir, 'big.md'), 'x'.repeat(1024 * 1024 + 1))],
+      ['a missing add_dir', [unit('a', { mode: 'plan', add_dirs: ['nope'] })], [], 'unit a: the dispatcher would refuse it: add_dirs entry is not an existing directory: ', () => {}],
+      ['a missing clone source', [unit('c', { clone: '../no-repo' })], [], 'unit c: clone source is not a directory: ', () => {}],
+    ];
+    for (const [what, units, extra, fragment, setup] of cases) {
+      const dir = caseDir(units ?? []);
+      setup(dir);
+      const run = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: dir });
+      expectRefused(run, fragment);
+      expect(listing(dir), what).toEqual(['plan.json', ...extra].sort());
+    }
+    expect(workerCalls(box.logDir)).toHaveLength(0);
+  });
+
+  it('a plan that is a FIFO is refused at once, not waited on', async () => {
+    const dir = caseDir();
+    expect(spawnSync('mkfifo', [join(dir, 'plan.fifo.json')]).status).toBe(0);
+    const started = Date.now();
+    const run = await prun(['batch', 'plan.fifo.json', '--dir', 'fanout'], { env: box.env, cwd: dir, timeout: 20_000 });
+    expectRefused(run, 'plan.fifo.json is not a regular file');
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(listing(dir)).toEqual(['plan.fifo.json', 'plan.json']);
+  });
+
+  it('unusable --dir values: /proc/nope (no spin), under a file, an existing file', async () => {
+    const cases: Array<[string, string, (dir: string) => void]> = [
+      ['/proc/nope', 'cannot create the batch directory /proc/nope', () => {}],
+      ['afile/sub', '--dir', (dir) => writeFileSync(join(dir, 'afile'), 'x')],
+      ['afile', 'exists and is not a directory', (dir) => writeFileSync(join(dir, 'afile'), 'x')],
+    ];
+    for (const [target, fragment, setup] of cases) {
+      const dir = caseDir();
+      setup(dir);
+      const before = listing(dir);
+      const run = await prun(['batch', 'plan.json', '--dir', target], { env: box.env, cwd: dir, timeout: 20_000 });
+      expect(run.timedOut, target).toBeFalsy();
+      expectRefused(run, fragment);
+      if (target === 'afile/sub') expect(String(run.stderr)).toContain('afile is not a directory');
+      expect(listing(dir), target).toEqual(before);
+    }
+    expect(existsSync('/proc/nope')).toBe(false);
+    expect(workerCalls(box.logDir)).toHaveLength(0);
+  });
+
+  it.skipIf(!canUnshare)('a read-only parent directory (EROFS) is a usage error and leaves nothing', async () => {
+    const dir = caseDir();
+    const run = await prunWithReadOnly(dir, ['batch', 'plan.json', '--dir', 'fanout/deeper'], dir);
+    expectRefused(run, `--dir ${dir}/fanout/deeper: cannot create it, ${dir} is not writable (EROFS)`);
+    expect(listing(dir)).toEqual(['plan.json']);
+  });
+
+  it.skipIf(!canSetpriv)('a parent directory another user owns (EACCES) is a usage error, never internal error', async () => {
+    const open = mkdtempSync(join(tmpdir(), 'prun-eacces-'));
+    try {
+      chmodSync(open, 0o755);
+      writeFileSync(join(open, 'plan.json'), JSON.stringify({ units: [unit('u1')] }));
+      const env = { ...box.env, HOME: open, TMPDIR: open };
+      const run = await execa('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, prunBin, 'batch', 'plan.json', '--dir', 'fanout'], {
+        reject: false,
+        extendEnv: false,
+        env,
+        cwd: open,
+      });
+      expectRefused(run, `--dir ${open}/fanout: cannot create it, ${open} is not writable (EACCES)`);
+      expect(readdirSync(open)).toEqual(['plan.json']);
+    } finally {
+      rmSync(open, { recursive: true, force: true });
+    }
+  });
+
+  it('--resume and --retry-failed refuse a bad setting and an unwritable results folder, changing nothing', async () => {
+    const dir = caseDir([unit('r1', {}), { id: 'r2', prompt: 'UNIT-ID:r2 [[agy EXIT=3]]', model: 'fake-model-x' }]);
+    const first = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: dir });
+    expect(first.exitCode).toBe(1);
+    const calls = workerCalls(box.logDir).length;
+    const ledgerBefore = readFileSync(join(dir, 'fanout', 'ledger.jsonl'), 'utf8');
+    const before = listing(dir);
+
+    const bad = await prun(['batch', '--retry-failed', 'fanout'], { env: { ...box.env, ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: '45m' }, cwd: dir });
+    expectRefused(bad, 'unit r2: the dispatcher would refuse it: ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS must be a positive integer');
+    if (canUnshare) {
+      const results = join(dir, 'fanout', 'results');
+      const readOnly = await prunWithReadOnly(results, ['batch', '--retry-failed', 'fanout'], dir);
+      expectRefused(readOnly, `cannot write in ${results} (EROFS)`);
+    }
+    const notBatch = await prun(['batch', '--resume', 'nowhere'], { env: box.env, cwd: dir });
+    expectRefused(notBatch, `not a batch directory (ENOENT): ${dir}/nowhere`);
+    expect(readFileSync(join(dir, 'fanout', 'ledger.jsonl'), 'utf8')).toBe(ledgerBefore);
+    expect(listing(dir)).toEqual(before);
+    expect(workerCalls(box.logDir)).toHaveLength(calls);
+  }, 30_000);
+});

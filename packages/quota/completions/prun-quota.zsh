@@ -1,0 +1,53 @@
+# zsh completion for prun-quota (generated from its declaration)
+_prun_quota() {
+  local cur="${words[CURRENT]}" p="" expect="" w
+  integer i n=0 dd=0
+  for (( i = 2; i < CURRENT; i++ )); do
+    w="${words[i]}"
+    if [[ -n $expect ]]; then expect=""; continue; fi
+    if (( dd )); then (( n++ )); continue; fi
+    if [[ $w == -- ]]; then dd=1; n=0; continue; fi
+    if [[ $w == -?* ]]; then
+      [[ $w == *=* ]] && continue
+      case "$p|$w" in
+        ("route|--model") expect="$w" ;;
+      esac
+      continue
+    fi
+    if (( n == 0 )); then
+      case "$p|$w" in
+        ("|refresh") p='refresh'; continue ;;
+        ("|route") p='route'; continue ;;
+      esac
+    fi
+    (( n++ ))
+  done
+  if [[ -z $expect && dd -eq 0 && $cur == --*=* ]]; then expect="${cur%%=*}"; compset -P "*="; fi
+  if [[ -n $expect ]]; then
+    case "$p|$expect" in
+    esac
+    return 0
+  fi
+  if (( dd )); then
+    case "$p" in
+    esac
+    return 0
+  fi
+  if [[ $cur == -* ]]; then
+    case "$p" in
+      ("") compadd -- '--json' '--no-refresh' '--help' '--version' ;;
+      ("refresh") compadd -- '--json' '--force' '--help' '--version' ;;
+      ("route") compadd -- '--json' '--model' '--help' '--version' ;;
+    esac
+    return 0
+  fi
+  if (( n == 0 )); then
+    case "$p" in
+      ("") compadd -- 'refresh' 'route' ;;
+    esac
+  fi
+  case "$p|$n" in
+  esac
+  return 0
+}
+compdef _prun_quota prun-quota

@@ -27,7 +27,9 @@ export function renderBlock(tables, date = new Date()) {
     const rssBase = table.rows[table.rssBaseline ?? 0];
     lines.push(`**${table.title}**`, '', '| measurement | time | peak RSS |', '|---|---|---|');
     for (const row of table.rows) lines.push(`| ${row.readmeLabel ?? row.label} | ${ratio(row, base)} | ${rss(row, rssBase)} |`);
-    lines.push('', `Time: median wall time as a ratio to "${base.readmeLabel ?? base.label}"; peak RSS in brackets: the difference to "${rssBase.readmeLabel ?? rssBase.label}".${table.note ? ` ${table.note}` : ''}`, '');
+    // A table may record CPU time (user + system) as its time: steadier on a loaded machine.
+    const timeKind = table.timeKind === 'cpu' ? 'median CPU time (user + system)' : 'median wall time';
+    lines.push('', `Time: ${timeKind} as a ratio to "${base.readmeLabel ?? base.label}"; peak RSS in brackets: the difference to "${rssBase.readmeLabel ?? rssBase.label}".${table.note ? ` ${table.note}` : ''}`, '');
   }
   lines.push(`All rows of a table measured in one run, interleaved, medians; ${machineLine()}, ${date.toISOString().slice(0, 10)}.`, '', END);
   return lines.join('\n');

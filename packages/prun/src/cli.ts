@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
+import { closeDebuggerDoor, STOP_SIGNALS } from '@prun/kit/cli';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting, UsageError as SettingError } from '@prun/monitor';
 import { ArgvError, parseArgv, renderHelp } from '@prun/kit/spec';
 import { z } from 'zod';
@@ -126,6 +127,8 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   const [stallName, stallDefault] = MONITOR_ENV.stallThresholdS;
   const stallSeconds = readSecondsSetting(env, stallName, stallDefault);
   const showProgress = process.stderr.isTTY === true && !isAgentCaller(env);
+  // A long-lived driver: SIGUSR1 must not open an inspector on it.
+  closeDebuggerDoor();
   const cwd = process.cwd();
   // Everything is checked, and the driver lock taken, before the first worker starts; the lock's
   // descriptor stays open for the life of this process.
@@ -148,7 +151,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
     message: (line) => process.stderr.write(`${NAME}: ${line}\n`),
   });
   run.reconcile(args.retryFailed !== undefined);
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const signals = STOP_SIGNALS;
   const onSignal = (signal: NodeJS.Signals): void => run.interrupt(signal);
   for (const signal of signals) process.on(signal, onSignal);
   try {

@@ -4,7 +4,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, statSync, writeFileSync, writeSync } from 'node:fs';
-import { CliError } from '@prun/kit/cli';
+import { CliError, STOP_SIGNALS, signalExitCode } from '@prun/kit/cli';
 import { readHead, removeStaleTemps } from '@prun/kit/fs';
 import { constants as osConstants } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -60,7 +60,6 @@ import { WorkerProcess, type WorkerExit } from './worker.js';
 
 /** Temp files of atomic publication carry this tag. */
 const PUBLISH_TAG = 'dispatch-task-agy';
-const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 export interface DispatchIo {
   env: NodeJS.ProcessEnv;
@@ -150,7 +149,7 @@ class Dispatch {
   }
 
   installSignalHandlers(): void {
-    for (const signal of FORWARDED_SIGNALS) {
+    for (const signal of STOP_SIGNALS) {
       const handler = (): void => this.onSignal(signal);
       this.handlers.set(signal, handler);
       process.on(signal, handler);
@@ -208,7 +207,7 @@ class Dispatch {
   }
 
   onSignal(signal: NodeJS.Signals): void {
-    const code = 128 + signalNumber(signal);
+    const code = signalExitCode(signal);
     switch (this.phase) {
       case 'validating':
         // Nothing has been created or started yet: leave as the default action would.

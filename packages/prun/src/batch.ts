@@ -370,6 +370,9 @@ export class BatchRun {
         status: 'running',
         model: unit.model,
         mode,
+        // Absolute, whatever an older prun wrote.
+        prompt_file: promptFile,
+        result_file: this.paths.result(id),
         clone_dir: cloneDir,
         state_dir: null,
         started_at: nowIso(),
@@ -391,6 +394,8 @@ export class BatchRun {
       closeSync(out);
       closeSync(err);
     }
+    // A failed spawn also emits 'error'; it is handled below as a unit that could not start.
+    child.on('error', () => undefined);
     const pid = child.pid;
     if (pid === undefined) {
       this.failWithoutRun(id, 'could not start the dispatcher');

@@ -16,7 +16,9 @@ export async function declaredPackages() {
     const manifest = JSON.parse(readFileSync(join(ROOT, 'packages', dir, 'package.json'), 'utf8'));
     if (!manifest.bin) continue;
     const specFile = join(ROOT, 'packages', dir, 'dist', 'spec.js');
-    const bins = existsSync(specFile) ? (await import(pathToFileURL(specFile).href)).BINS : null;
+    const module = existsSync(specFile) ? await import(pathToFileURL(specFile).href) : null;
+    // A package whose declaration needs others' (prun nests every bin) exports allBins().
+    const bins = module === null ? null : module.allBins ? await module.allBins() : module.BINS;
     packages.push({ dir, bins: Object.keys(manifest.bin), specs: bins });
   }
   return packages;

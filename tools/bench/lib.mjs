@@ -1,12 +1,60 @@
 // Shared helpers for bench workloads. A workload module exports `title` and
 // `async run(ctx)`; it measures a baseline (the floor: the same work without prun) and
 // prun's own runs with `ctx.measure`, then prints them with `ctx.report`.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+// GNU time reports a child's peak RSS (Node cannot: spawnSync gives no rusage). Without it the
+// RSS columns read n/a; tools/debian-packages.txt installs it.
+const GNU_TIME = ['/usr/bin/time'].find((path) => existsSync(path) && spawnSync(path, ['-f', '%M', 'true'], { stdio: 'ignore' }).status === 0);
+export const haveRss = GNU_TIME !== undefined;
+
+/** Tables recorded for `--write-readmes`: package folder -> [{ title, rows, note }]. */
+export const readmeTables = new Map();
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)];
+}
+
+/**
+ * Run `command args` once to completion: wall milliseconds, CPU milliseconds (user + system;
+ * steadier than wall time on a loaded machine) and peak RSS in MiB (both null without GNU
+ * time). A non-zero exit fails the measurement unless `okCodes` lists it.
+ */
+export function runProcess(command, args = [], { env = process.env, cwd, okCodes = [0] } = {}) {
+  const scratch = GNU_TIME ? mkdtempSync(join(tmpdir(), 'prun-bench-rss-')) : null;
+  const rssFile = scratch ? join(scratch, 'rss') : null;
+  const [file, argv] = GNU_TIME ? [GNU_TIME, ['-f', '%U %S %M', '-o', rssFile, command, ...args]] : [command, args];
+  try {
+    const start = process.hrtime.bigint();
+    const result = spawnSync(file, argv, { env, cwd, stdio: 'ignore' });
+    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    if (result.error) throw result.error;
+    if (!okCodes.includes(result.status)) throw new Error(`${command} ${args.join(' ')} exited with ${result.status ?? result.signal}`);
+    // GNU time writes "Command exited with non-zero status N" first when it did; ours is last.
+    if (!rssFile) return { ms, cpuMs: null, rssMiB: null };
+    const [user, system, kib] = readFileSync(rssFile, 'utf8').trim().split('\n').at(-1).split(' ').map(Number);
+    return { ms, cpuMs: (user + system) * 1000, rssMiB: kib / 1024 };
+  } finally {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function formatDiff(value, unit) {
+  return `${value >= 0 ? '+' : '-'}${Math.abs(value).toFixed(1)} ${unit}`;
+}
+
+/** One line about the machine, for README tables: what the ratios were measured on. */
+export function machineLine() {
+  const ca = process.env.NODE_EXTRA_CA_CERTS ? ', NODE_EXTRA_CA_CERTS set' : '';
+  return `Node ${process.version}, ${process.platform} ${process.arch}, ${cpus().length} cores${ca}`;
+}
 
 export function makeContext(title) {
   const dirs = [];
@@ -30,6 +78,63 @@ export function makeContext(title) {
       }
       times.sort((a, b) => a - b);
       return times[Math.floor(times.length / 2)];
+    },
+    /**
+     * Measure several cases in interleaved rounds (baseline, a, b, baseline, a, b, ...), so a
+     * change in the machine's load hits every case alike. Each case is `{ label, run }` where
+     * `run()` returns `{ ms, rssMiB }` (as `runProcess` does); returns rows `{ label, ms,
+     * rssMiB }` of medians, ready for `report` (first case = baseline).
+     */
+    async compare(cases, { runs = 5, warmup = 1 } = {}) {
+      const samples = cases.map(() => ({ ms: [], cpu: [], rss: [] }));
+      for (let round = 0; round < warmup + runs; round += 1) {
+        for (const [index, item] of cases.entries()) {
+          const sample = await item.run();
+          if (round < warmup) continue;
+          samples[index].ms.push(sample.ms);
+          if (sample.rssMiB !== null && sample.rssMiB !== undefined) samples[index].rss.push(sample.rssMiB);
+          if (sample.cpuMs !== null && sample.cpuMs !== undefined) samples[index].cpu.push(sample.cpuMs);
+        }
+      }
+      return cases.map((item, index) => ({
+        label: item.label,
+        ms: median(samples[index].ms),
+        rssMiB: samples[index].rss.length > 0 ? median(samples[index].rss) : null,
+        cpuMs: samples[index].cpu.length > 0 ? median(samples[index].cpu) : null,
+        ...(item.readmeLabel ? { readmeLabel: item.readmeLabel } : {}),
+      }));
+    },
+    /**
+     * Print rows `{ label, ms, cpuMs?, rssMiB? }` as time ratios to the first row and, where
+     * measured, CPU time and peak RSS with their differences to the first row (RSS: to the row
+     * `rssBaseline`, an index, default 0).
+     * `readme: '<package folder>'` also records the rows (ratios and differences only) for
+     * `pnpm bench --write-readmes` (see README.md).
+     */
+    table(rows, { rssBaseline = 0, readme, title: tableTitle = title, note } = {}) {
+      const base = rows[0];
+      const rssBase = rows[rssBaseline];
+      const width = Math.max(...rows.map((row) => row.label.length));
+      for (const row of rows) {
+        const tag = row === base ? '(baseline)' : `x${(row.ms / base.ms).toFixed(2)}  ${formatDiff(row.ms - base.ms, 'ms')}`;
+        let rss = '';
+        if (row.cpuMs !== null && row.cpuMs !== undefined) {
+          rss += `  cpu ${row.cpuMs.toFixed(0).padStart(5)} ms`;
+          if (row !== base && base.cpuMs) rss += ` ${formatDiff(row.cpuMs - base.cpuMs, 'ms').padEnd(10)}`;
+          else rss += ' '.repeat(11);
+        }
+        if (row.rssMiB !== null && row.rssMiB !== undefined) {
+          rss += `  ${row.rssMiB.toFixed(1).padStart(6)} MiB`;
+          if (row !== rssBase && rssBase?.rssMiB) rss += ` ${formatDiff(row.rssMiB - rssBase.rssMiB, 'MiB')} vs ${rssBase.label}`;
+        }
+        process.stdout.write(`  ${row.label.padEnd(width)}  ${row.ms.toFixed(1).padStart(8)} ms  ${tag.padEnd(22)}${rss}\n`);
+      }
+      if (readme) this.record(readme, { title: tableTitle, rows, rssBaseline, note });
+    },
+    /** Record a table `{ title, rows, rssBaseline?, note? }` for a package's README (`--write-readmes`). */
+    record(folder, table) {
+      if (!readmeTables.has(folder)) readmeTables.set(folder, []);
+      readmeTables.get(folder).push({ rssBaseline: 0, ...table });
     },
     /** Print rows `{ label, ms }` (or `{ label, value, unit }`) as ratios to the first row. */
     report(rows) {

@@ -1,14 +1,19 @@
 #!/usr/bin/env node
-// `pnpm bench [name-filter...]`: runs every workload in tools/bench/workloads/ and prints,
-// for each measurement, its median wall time and its ratio to the baseline (the physical
-// floor) measured in the same run. Benchmarks never pass or fail on absolute times.
+// `pnpm bench [--write-readmes] [name-filter...]`: runs every workload in tools/bench/workloads/
+// and prints, for each measurement, its median wall time and its ratio to the baseline (the
+// physical floor) measured in the same run. Benchmarks never pass or fail on absolute times.
+// With --write-readmes, the tables workloads recorded for a package replace the generated block
+// in that package's README (see README.md).
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { makeContext } from './lib.mjs';
+import { makeContext, readmeTables, repoRoot } from './lib.mjs';
+import { writeReadmes } from './readme.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
-const filters = process.argv.slice(2);
+const args = process.argv.slice(2);
+const writeReadmesWanted = args.includes('--write-readmes');
+const filters = args.filter((arg) => arg !== '--write-readmes');
 const files = readdirSync(join(here, 'workloads'))
   .filter((f) => f.endsWith('.mjs'))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
@@ -30,5 +35,8 @@ for (const file of files) {
   } finally {
     await ctx.cleanup();
   }
+}
+if (writeReadmesWanted) {
+  for (const line of writeReadmes(repoRoot, readmeTables)) process.stdout.write(`${line}\n`);
 }
 process.exitCode = failures === 0 ? 0 : 1;

@@ -18,6 +18,8 @@ export interface FakeLlm {
   /** Base URL including /v1, e.g. "http://127.0.0.1:41234/v1". */
   url: string;
   requests: FakeLlmRequest[];
+  /** Lets the replies held by `[[gate:NAME]]` go on (now and later ones). */
+  openGate(name: string): void;
   /** Ends open (e.g. [[hang]]) streams and stops listening. */
   close(): Promise<void>;
 }

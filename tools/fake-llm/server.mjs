@@ -94,6 +94,16 @@ export function startFakeLlm(opts = {}) {
   const requests = [];
   const seen = new Set();
   const openStreams = new Set();
+  // [[gate:NAME]]: the reply waits after its role chunk until the test opens the gate, so a
+  // run is certainly still going while the test looks at it, however loaded the machine.
+  const gates = new Map();
+  const gate = (name) => {
+    if (!gates.has(name)) {
+      let open;
+      gates.set(name, { promise: new Promise((resolve) => (open = resolve)), open });
+    }
+    return gates.get(name);
+  };
   let completionCount = 0;
 
   const pause = (ms, res) =>
@@ -142,6 +152,11 @@ export function startFakeLlm(opts = {}) {
     openStreams.add(res);
     res.once('close', () => openStreams.delete(res));
     res.write(delta({ role: 'assistant', content: '' }));
+    const gateName = /\[\[gate:([A-Za-z0-9_-]+)\]\]/.exec(plan.userText)?.[1];
+    if (gateName !== undefined) {
+      await Promise.race([gate(gateName).promise, new Promise((resolve) => res.once('close', resolve))]);
+      if (res.destroyed) return;
+    }
 
     if (plan.kind === 'hang') {
       res.write(delta({ content: 'HANGING' }));
@@ -205,6 +220,7 @@ export function startFakeLlm(opts = {}) {
         port,
         url: `http://127.0.0.1:${port}/v1`,
         requests,
+        openGate: (name) => gate(name).open(),
         close: () =>
           new Promise((done) => {
             for (const res of openStreams) res.destroy();

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { closeDebuggerDoor } from '@prun/kit/cli';
 import { HELP } from './help.js';
 import { dispatch } from './run.js';
 import { MESSAGE_PREFIX } from './settings.js';
@@ -9,6 +10,9 @@ function packageVersion(): string {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // SIGUSR1 would open an inspector on 127.0.0.1:9229 in the process that holds the
+  // unscrubbed environment.
+  closeDebuggerDoor();
   // Last line of defence: whatever escapes the dispatcher's own handling is one line, not a trace.
   process.on('uncaughtException', (error) => {
     process.stderr.write(`${MESSAGE_PREFIX}internal error: ${error instanceof Error ? error.message : String(error)}\n`);

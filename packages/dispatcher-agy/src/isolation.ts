@@ -14,7 +14,8 @@
  *                              its exact exit status on fd 3; when it exits the kernel kills
  *                              every process left in the namespace, setsid'd ones included
  *   agy ...
- * Without isolation the launcher execs agy itself, so the spawned pid is agy's.
+ * Without isolation the launcher stays as agy's keeper (a subreaper that kills the whole tree
+ * when agy exits or the dispatcher dies), and agy runs in a process group of its own.
  */
 import { spawnSync } from 'node:child_process';
 
@@ -32,11 +33,17 @@ export interface LaunchPlan {
 /**
  * The launcher. argv: dispatcher pid, directory to lock, N, N words of wrapper (unshare ...
  * perl -e INIT), then the worker command. Status lines on fd 3: `busy`, `lock-error <why>`,
- * `locked`, `exec-failed <why>`; fd 3 is close-on-exec when agy itself is exec'd, so EOF after
- * `locked` means agy runs.
+ * `locked`, `exec-failed <why>`.
+ *
+ * With a wrapper it execs it (the namespace does the rest). Without one it stays as the
+ * worker's keeper: a child subreaper (orphans of the tree become its children) that starts agy
+ * in a process group of its own, relays SIGTERM/SIGINT/SIGHUP to it, kills the whole tree on
+ * SIGUSR2 (the dispatcher's "kill now"; the worker could always kill itself anyway), when agy exits (what it left behind, setsid'd or not),
+ * and when the dispatcher dies (its parent-death signal, SIGTERM, arrives with a changed
+ * parent). It reports `started <agy pid>`, then `exit N` or `signal N`.
  */
 export const LAUNCHER_SCRIPT = `
-use strict; use warnings; use Fcntl qw(:DEFAULT :flock);
+use strict; use warnings; use Fcntl qw(:DEFAULT :flock); use POSIX (); use Config;
 open(my $status, '>&=', 3) or exit 120;
 { my $old = select($status); $| = 1; select($old); }
 sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, F_GETFD, 0); fcntl($fh, F_SETFD, $on ? ($f | FD_CLOEXEC) : ($f & ~FD_CLOEXEC)); }
@@ -51,17 +58,71 @@ unless (flock($lock, LOCK_EX | LOCK_NB)) { print $status "busy\\n"; exit 123; }
 # Every process of the worker tree inherits the lock: it is free again only when all are gone.
 cloexec($lock, 0);
 print $status "locked\\n";
-my @cmd = (@wrap, @ARGV);
 if (@wrap) {
   # unshare (the namespace's parent) must not die of a SIGHUP meant for agy; INIT restores it.
   $SIG{HUP} = 'IGNORE';
   cloexec($status, 0);
-} else {
-  cloexec($status, 1);
+  { no warnings 'exec'; exec { $wrap[0] } @wrap, @ARGV; }
+  print $status "exec-failed $!\\n";
+  exit 127;
 }
-{ no warnings 'exec'; exec { $cmd[0] } @cmd; }
-print $status "exec-failed $!\\n";
-exit 127;
+
+my %prctl = (x86_64 => 157, aarch64 => 167, riscv64 => 167, loongarch64 => 167, i686 => 172, i386 => 172, arm => 172, s390x => 172, powerpc64 => 171, ppc64 => 171);
+my ($arch) = $Config{archname} =~ /^([^-]+)/;
+syscall($prctl{$arch}, 36, 1, 0, 0, 0) if defined $arch && exists $prctl{$arch};  # PR_SET_CHILD_SUBREAPER
+my ($agy, $killall, $st) = (0, 0, undef);
+my %pending;
+# Perl runs these between operations (also inside a waiting waitpid), so the work is done here.
+sub relay { my $sig = shift; if (getppid() != $dispatcher) { kill_tree(); return; } if ($agy > 0) { kill($sig, -$agy); } else { $pending{$sig} = 1; } }
+$SIG{TERM} = sub { relay('TERM') }; $SIG{INT} = sub { relay('INT') }; $SIG{HUP} = sub { relay('HUP') };
+$SIG{USR2} = sub { $killall = 1; kill_tree() if $agy > 0; };
+$SIG{USR1} = 'IGNORE';
+sub reap { while ((my $w = waitpid(-1, POSIX::WNOHANG())) > 0) { $st = $? if $w == $agy && !defined $st; } }
+sub descendants {
+  my %kids;
+  opendir(my $d, '/proc') or return ();
+  for my $p (grep { /^\\d+$/ } readdir($d)) {
+    open(my $fh, '<', "/proc/$p/stat") or next;
+    my $s = <$fh>; close($fh);
+    push @{$kids{$1}}, $p if defined $s && $s =~ /.*\\) \\S (\\d+)/s;
+  }
+  my (@out, @todo) = ();
+  @todo = ($$);
+  while (@todo) { my $p = shift @todo; for my $c (@{$kids{$p} || []}) { push @out, $c; push @todo, $c; } }
+  return @out;
+}
+# Stopped first so none forks between the scan and the kill; orphans come back to us as
+# children (subreaper), so the next round finds them.
+sub kill_tree { for (1 .. 50) { my @d = descendants(); last unless @d; kill('STOP', @d); kill('KILL', @d); reap(); } }
+pipe(my $er, my $ew) or do { print $status "exec-failed pipe: $!\\n"; exit 127; };
+$agy = fork();
+unless (defined $agy) { print $status "exec-failed fork: $!\\n"; exit 127; }
+if ($agy == 0) {
+  POSIX::setpgid(0, 0);
+  $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP USR1 USR2);
+  close($er);
+  cloexec($status, 1);
+  { no warnings 'exec'; exec { $ARGV[0] } @ARGV; }
+  print $ew "$!"; close($ew);
+  POSIX::_exit(127);
+}
+POSIX::setpgid($agy, $agy);
+close($ew);
+my $err = do { local $/; <$er> };
+close($er);
+if (defined $err && length $err) { waitpid($agy, 0); print $status "exec-failed $err\\n"; exit 127; }
+kill($_, -$agy) for keys %pending;
+kill_tree() if $killall || getppid() != $dispatcher;
+print $status "started $agy\\n";
+while (!defined $st) {
+  my $w = waitpid(-1, 0);
+  if ($w == $agy) { $st = $?; last; }
+  last if $w < 0 && !$!{EINTR};
+}
+$st = 9 unless defined $st;
+if ($st & 127) { print $status "signal ", ($st & 127), "\\n"; } else { print $status "exit ", ($st >> 8), "\\n"; }
+kill_tree();
+exit 0;
 `;
 
 /**
@@ -119,16 +180,26 @@ export const runProbe: ProbeRun = (argv) => {
   return { ok: false, why: text !== '' ? text : `${argv[0]} exited with ${result.status ?? result.signal}` };
 };
 
-/** Decide the launch plan for `setting` on this machine. */
+/**
+ * Decide the launch plan for `setting` on this machine. The usual case costs one probe process
+ * chain (setpriv, unshare, perl together); only a failure asks the parts one by one.
+ */
 export function planLaunch(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean, run: ProbeRun = runProbe): LaunchPlan {
   const perl = ['perl', '-e', 'exit 0'];
+  const candidates = unshareCandidates(isRoot);
+  if (platform === 'linux' && setting !== 'off') {
+    const first = candidates[0]!;
+    if (run(['setpriv', '--pdeathsig', 'KILL', '--', ...first, '--', ...perl]).ok) {
+      return { isolation: { kind: 'pid', unshare: first }, parentDeath: true, launcher: true };
+    }
+  }
   const launcher = platform === 'linux' && run(perl).ok;
-  const parentDeath = launcher && run(['setpriv', '--pdeathsig', 'KILL', '--', ...perl]).ok;
+  const parentDeath = launcher && run(['setpriv', '--pdeathsig', 'TERM', '--', ...perl]).ok;
   if (setting === 'off') return { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath, launcher };
   if (platform !== 'linux') return { isolation: { kind: 'none', reason: `PID namespaces need Linux (this is ${platform})` }, parentDeath, launcher };
   if (!launcher) return { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, parentDeath, launcher };
   const failures: string[] = [];
-  for (const unshare of unshareCandidates(isRoot)) {
+  for (const unshare of candidates) {
     const probe = run([...unshare, '--', ...perl]);
     if (probe.ok) return { isolation: { kind: 'pid', unshare }, parentDeath, launcher };
     failures.push(probe.why);
@@ -143,7 +214,7 @@ export function isolationRecord(plan: LaunchPlan): string {
     plan.isolation.kind === 'pid'
       ? ['isolation: pid', `mechanism: ${plan.isolation.unshare.join(' ')}`]
       : ['isolation: none', `reason: ${plan.isolation.reason}`];
-  lines.push(`parent-death: ${plan.parentDeath ? 'setpriv --pdeathsig KILL' : 'none'}`);
+  lines.push(`parent-death: ${plan.parentDeath ? `setpriv --pdeathsig ${plan.isolation.kind === 'pid' ? 'KILL' : 'TERM'}` : 'none'}`);
   lines.push(`directory-lock: ${plan.launcher ? 'flock' : 'none'}`);
   return `${lines.join('\n')}\n`;
 }
@@ -161,5 +232,8 @@ export function launchArgv(plan: LaunchPlan, input: LaunchInput): string[] {
   if (!plan.launcher) return [...input.command];
   const wrap = plan.isolation.kind === 'pid' ? [...plan.isolation.unshare, '--', 'perl', '-e', INIT_SCRIPT, '--'] : [];
   const launcher = ['perl', '-e', LAUNCHER_SCRIPT, '--', String(input.dispatcherPid), input.lockDir, String(wrap.length), ...wrap, ...input.command];
-  return plan.parentDeath ? ['setpriv', '--pdeathsig', 'KILL', '--', ...launcher] : launcher;
+  // The keeper (no namespace) must clean up when the dispatcher dies, so it gets a signal it
+  // can handle; in a namespace, SIGKILL to unshare ends everything.
+  const deathSignal = plan.isolation.kind === 'pid' ? 'KILL' : 'TERM';
+  return plan.parentDeath ? ['setpriv', '--pdeathsig', deathSignal, '--', ...launcher] : launcher;
 }

@@ -3,7 +3,8 @@
  * capture and publication. Everything that decides lives in decide.ts; this file does the I/O.
  */
 import type { ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, realpathSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { readHead } from '@prun/kit/fs';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import { formatWithheld, scrubEnv } from '@prun/env-scrub';
@@ -91,6 +92,9 @@ interface Unit {
   scratchDir: string;
 }
 
+/** How much of a capture (`tail`, `tail.stderr-tmp`) is read back for the outcome and the FALLBACK. */
+const MAX_CAPTURE_READ_BYTES = 256 * 1024 * 1024;
+
 type Phase = 'validating' | 'prelaunch' | 'running' | 'finishing' | 'done';
 
 /**
@@ -140,12 +144,13 @@ class Dispatch {
     writeFileSync(this.statePath(name), text);
   }
 
+  /**
+   * One of our own state files, read back bounded and without blocking: the worker can reach
+   * the state directory, and a FIFO put in place of `tail` must not hang the dispatcher.
+   */
   readState(name: string): string {
-    try {
-      return readFileSync(this.statePath(name)).toString('utf8');
-    } catch {
-      return '';
-    }
+    const read = readHead(this.statePath(name), { maxBytes: MAX_CAPTURE_READ_BYTES });
+    return read.ok ? read.text : '';
   }
 
   installSignalHandlers(): void {
@@ -502,12 +507,6 @@ async function runWorker(run: Dispatch, command: string[], env: Record<string, s
   }
   run.worker = worker;
   run.phase = 'running';
-  try {
-    run.writeState(STATE_FILES.workerPid, `${worker.pid}\n`);
-  } catch (error) {
-    worker.signal('SIGKILL');
-    throw error;
-  }
   const start = await worker.started;
   if (start.kind !== 'started') {
     worker.discardOutput();
@@ -515,6 +514,12 @@ async function runWorker(run: Dispatch, command: string[], env: Record<string, s
     if (start.kind === 'busy') return { end: { kind: 'busy', dir: cwd } };
     // As in the original, a launch failure leaves no `tail`.
     throw new Stop(`failed to launch Antigravity CLI: ${start.why}`, 70);
+  }
+  try {
+    run.writeState(STATE_FILES.workerPid, `${worker.workerPid}\n`);
+  } catch (error) {
+    worker.signal('SIGKILL');
+    throw error;
   }
 
   // The captures are opened (truncated) once agy runs; no output is lost, since the pipes hold

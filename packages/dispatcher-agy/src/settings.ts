@@ -17,6 +17,14 @@ export const DEFAULT_KILL_GRACE_SECONDS = 60;
 export const DEFAULT_SIGNAL_GRACE_SECONDS = 5;
 export const PREFLIGHT_DEFAULT_TIMEOUT_SECONDS = 60;
 
+/**
+ * The largest prompt file the dispatcher reads (it goes to the worker as one stdin line); a
+ * caller that checks prompts up front uses the same bound.
+ */
+export const MAX_PROMPT_BYTES = 16 * 1024 * 1024;
+/** The largest `conversation-id` file `--continue-from` reads (an id is a few dozen bytes). */
+export const MAX_CONVERSATION_ID_BYTES = 64 * 1024;
+
 /** Every message starts with the original's name: coordinators grep these texts. */
 export const MESSAGE_PREFIX = 'dispatch-task-agy: ';
 

@@ -42,6 +42,7 @@ Prints exactly one stdout line, STATE-DIR <path>, once the unit's state director
     { name: 'AGY_QUOTA_CACHE', help: 'caller-owned quota snapshot' },
     { name: 'PRUN_KEEP_ENV', help: 'comma-separated names let through the secret scrub' },
     { name: 'PRUN_AGY_SANDBOX', help: "1 adds Agy's --sandbox" },
+    { name: 'PRUN_ISOLATE', help: 'worker in its own PID namespace: auto (where available), pid (required), off', default: 'auto' },
   ],
   epilog: `Any unambiguous prefix of an option works (--prompt, --unit), and so does --opt=value.
 
@@ -53,14 +54,17 @@ variable does not disable a sandbox enabled in Agy's own settings (enableTermina
     {
       code: 2,
       meaning:
-        'usage error, bad setting, existing result path, invalid UTF-8 prompt or conversation-id (nothing created); an invalid `ANTIGRAVITY_PREFLIGHT(_TIMEOUT_SECONDS)` after STATE-DIR, with a FALLBACK',
+        'usage error, bad setting, existing result path, invalid UTF-8 prompt or conversation-id, `PRUN_ISOLATE=pid` where no PID namespace can be made (nothing created); an invalid `ANTIGRAVITY_PREFLIGHT(_TIMEOUT_SECONDS)` after STATE-DIR, with a FALLBACK',
     },
     {
       code: 70,
       meaning:
         'no agy binary (before STATE-DIR); preflight failure or unavailable model; launch or stdin failure; no or too short response; non-success status; FALLBACK could not be written; internal error',
     },
-    { code: 75, meaning: "quota: the model's group (or both groups) exhausted" },
+    {
+      code: 75,
+      meaning: "temporary refusal: quota (the model's group, or both groups, exhausted), or an earlier worker still runs in the same working directory (not started)",
+    },
     {
       code: 124,
       meaning: 'a preflight command timed out, or the worker outlived `ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS` + `PRUN_AGY_KILL_GRACE_SECONDS` and was killed',

@@ -1,8 +1,9 @@
-import { existsSync, lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync, statSync } from 'node:fs';
+import { readHead } from '@prun/kit/fs';
 import { isAbsolute, join } from 'node:path';
 import { isValidUnitId, pyStrip } from '@prun/unit-state';
 import type { Mode, ParsedArgs } from './args.js';
-import { type LaunchSettings, NO_BINARY_EXIT, NO_BINARY_MESSAGE, UNIT_ID_MESSAGE, UsageError, parseLaunchSettings } from './settings.js';
+import { type LaunchSettings, MAX_CONVERSATION_ID_BYTES, MAX_PROMPT_BYTES, NO_BINARY_EXIT, NO_BINARY_MESSAGE, UNIT_ID_MESSAGE, UsageError, parseLaunchSettings } from './settings.js';
 
 export { UsageError };
 
@@ -130,25 +131,23 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
   const { env, cwd } = deps;
   if (!isValidUnitId(args.unitId)) throw new UsageError(UNIT_ID_MESSAGE);
   const promptPath = joinOntoCwd(cwd, args.promptFile);
-  let promptIsFile = false;
-  try {
-    promptIsFile = statSync(promptPath).isFile();
-  } catch {
-    promptIsFile = false;
+  // Read once, bounded and without ever blocking: a FIFO or a device is "not a regular file"
+  // at once (never opened for a blocking read), so signals are always honoured.
+  const promptRead = readHead(promptPath, { maxBytes: MAX_PROMPT_BYTES, overflow: 'refuse' });
+  if (!promptRead.ok && NOT_FOUND_PROBLEMS.has(promptRead.problem)) {
+    throw new UsageError(`prompt file not found: ${promptPath}`);
   }
-  if (!promptIsFile) throw new UsageError(`prompt file not found: ${promptPath}`);
 
   const resultPath = resolveNonStrict(joinOntoCwd(cwd, args.resultFile));
   if (existsOrIsLink(resultPath)) {
     throw new UsageError(`result path already exists; use a fresh path: ${resultPath}`);
   }
 
-  let promptBytes: Buffer;
-  try {
-    promptBytes = readFileSync(promptPath);
-  } catch (error) {
-    throw new UsageError(`could not read prompt file: ${osErrorText(error)}`);
+  if (!promptRead.ok) {
+    const why = promptRead.problem === 'EntryTooLarge' ? `larger than ${MAX_PROMPT_BYTES} bytes: ${promptPath}` : `${promptRead.problem}: ${promptPath}`;
+    throw new UsageError(`could not read prompt file: ${why}`);
   }
+  const promptBytes = promptRead.bytes;
   const decoded = decodeUtf8(promptBytes);
   if (decoded === null) throw new UsageError(`prompt file is not valid UTF-8: ${promptPath}`);
   const prompt = universalNewlines(decoded);
@@ -184,12 +183,18 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
       throw new UsageError('--continue-from requires a non-empty state directory path');
     }
     const idFile = joinOntoCwd(joinOntoCwd(cwd, args.continueFrom), 'conversation-id');
-    let bytes: Buffer;
-    try {
-      bytes = readFileSync(idFile);
-    } catch {
+    const idRead = readHead(idFile, { maxBytes: MAX_CONVERSATION_ID_BYTES, overflow: 'refuse' });
+    if (!idRead.ok) {
+      if (idRead.problem === 'EntryTooLarge') {
+        throw new UsageError(`--continue-from conversation-id file is larger than ${MAX_CONVERSATION_ID_BYTES} bytes: ${idFile}`);
+      }
+      if (idRead.problem === 'NotARegularFile' && !isDirectory(idFile)) {
+        // A FIFO, socket or device: refused at once, never waited on.
+        throw new UsageError(`--continue-from conversation-id file is not a regular file: ${idFile}`);
+      }
       throw new UsageError(`--continue-from has no conversation-id file: ${idFile}`);
     }
+    const bytes = idRead.bytes;
     const text = decodeUtf8(bytes);
     if (text === null) throw new UsageError(`--continue-from conversation-id file is not valid UTF-8: ${idFile}`);
     conversationId = pyStrip(universalNewlines(text));
@@ -216,6 +221,17 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
     ...settings,
     scratchDir: scratchRaw === '' ? null : resolveNonStrict(joinOntoCwd(cwd, scratchRaw)),
   };
+}
+
+/** What the original's "not an existing regular file" covered (a failing stat, or not a file). */
+const NOT_FOUND_PROBLEMS: ReadonlySet<string> = new Set(['absent', 'NotARegularFile', 'ENOTDIR', 'ELOOP', 'ENAMETOOLONG']);
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function existsOrIsLink(path: string): boolean {

@@ -43,6 +43,10 @@ export class WorkerProcess {
   /** Settles once the launcher has said whether agy runs. */
   readonly started: Promise<WorkerStart>;
   private readonly child: ChildProcess;
+  /** No namespace: the launcher stays as agy's keeper and agy leads a group of its own. */
+  private readonly keeper: boolean;
+  /** agy's pid as the launcher reported it (only meaningful outside a namespace). */
+  private reportedPid: number | null = null;
   private reported: WorkerExit | null = null;
   private exitSeen: WorkerExit | null = null;
   private openStreams = 2;
@@ -63,6 +67,7 @@ export class WorkerProcess {
     private readonly signalNumbers: Record<string, number>,
   ) {
     this.child = child;
+    this.keeper = plan.launcher && plan.isolation.kind === 'none';
     this.started = new Promise<WorkerStart>((resolve) => {
       child.once('error', (error) => {
         if (child.pid === undefined) resolve({ kind: 'launch-failed', why: errorText(error) });
@@ -73,13 +78,14 @@ export class WorkerProcess {
         resolve({ kind: 'started' });
         return;
       }
-      this.readStatus(status, plan.isolation.kind === 'pid', resolve);
+      this.readStatus(status, resolve);
     });
     this.pid = child.pid ?? -1;
     child.on('exit', (code, signal) => {
       this.exitSeen = { code, signal };
       // Nothing the worker started may outlive it (or the dispatcher).
       if (this.pid > 0) signalGroup(this.pid, 'SIGKILL');
+      if (this.reportedPid !== null) signalGroup(this.reportedPid, 'SIGKILL');
       if (this.openStreams > 0) {
         this.drainTimer = setTimeout(() => {
           child.stdout?.destroy();
@@ -94,14 +100,22 @@ export class WorkerProcess {
     return this.pid > 0;
   }
 
+  /** agy has exited (its keeper or init may still be cleaning up). */
   get exited(): boolean {
-    return this.exitSeen !== null;
+    return this.exitSeen !== null || this.reported !== null;
+  }
+
+  /**
+   * The pid for `worker-pid-unverified`: agy's own where the host can see it, otherwise the
+   * launch chain's leader, whose death ends the worker's namespace.
+   */
+  get workerPid(): number {
+    return this.keeper && this.reportedPid !== null ? this.reportedPid : this.pid;
   }
 
   /** The launcher's and the init's lines on fd 3. */
-  private readStatus(status: Readable, isolated: boolean, resolve: (start: WorkerStart) => void): void {
+  private readStatus(status: Readable, resolve: (start: WorkerStart) => void): void {
     let buffered = '';
-    let locked = false;
     let settled = false;
     const settle = (start: WorkerStart): void => {
       if (settled) return;
@@ -117,22 +131,22 @@ export class WorkerProcess {
         buffered = buffered.slice(nl + 1);
         const [word, ...rest] = line.split(' ');
         const detail = rest.join(' ');
-        if (word === 'locked') locked = true;
-        else if (word === 'busy') settle({ kind: 'busy' });
+        if (word === 'locked') continue;
+        if (word === 'busy') settle({ kind: 'busy' });
         else if (word === 'lock-error') settle({ kind: 'launch-failed', why: `could not lock the working directory: ${detail}` });
         else if (word === 'exec-failed') settle({ kind: 'launch-failed', why: detail });
-        else if (word === 'started') settle({ kind: 'started' });
+        else if (word === 'started') {
+          const pid = Number(detail);
+          if (detail !== '' && Number.isInteger(pid) && pid > 0) this.reportedPid = pid;
+          settle({ kind: 'started' });
+        }
         else if (word === 'exit') this.reported = { code: Number(detail), signal: null };
         else if (word === 'signal') this.reported = { code: null, signal: signalName(Number(detail), this.signalNumbers) ?? 'SIGKILL' };
       }
       // Bounded: the launcher writes a few short lines; anything else is not ours to keep.
       if (buffered.length > 4096) buffered = '';
     });
-    const closed = (): void => {
-      // Without isolation the launcher's fd 3 closes on a successful exec of agy itself.
-      if (locked && !isolated) settle({ kind: 'started' });
-      else settle({ kind: 'launch-failed', why: 'the worker launcher stopped before starting agy' });
-    };
+    const closed = (): void => settle({ kind: 'launch-failed', why: 'the worker launcher stopped before starting agy' });
     status.on('end', closed);
     status.on('close', closed);
     status.on('error', closed);
@@ -183,9 +197,16 @@ export class WorkerProcess {
     );
   }
 
-  /** Signal the whole group; false when it is gone. */
+  /**
+   * Signal the worker's whole tree; false when it is gone. A keeper relays SIGTERM, SIGINT and
+   * SIGHUP to agy's group and answers SIGUSR2 by killing the whole tree (it must never be
+   * SIGKILLed itself: it is what finds the processes that left agy's group).
+   */
   signal(signal: NodeJS.Signals): boolean {
-    return this.pid > 0 && signalGroup(this.pid, signal);
+    if (this.pid <= 0) return false;
+    if (this.keeper && this.exitSeen === null) return signalGroup(this.pid, signal === 'SIGKILL' ? 'SIGUSR2' : signal);
+    const sent = signalGroup(this.pid, signal);
+    return this.reportedPid !== null ? signalGroup(this.reportedPid, signal) || sent : sent;
   }
 
   /** Resolves once the worker has exited and its pipes are drained (or given up on). */

@@ -1,14 +1,11 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { constants as osConstants } from 'node:os';
+import { CliError, EXIT_INTERNAL, STOP_SIGNALS, commandMain, packageVersion, signalExitCode } from '@prun/kit/cli';
 import { z } from 'zod';
 import { ArgvError, parseArgv, renderHelp } from '@prun/kit/spec';
 import { KEEP_ENV_VAR, parseKeepList, scrubEnv } from './index.js';
 import { SPEC } from './spec.js';
 
 const BIN = SPEC.name;
-
-class UsageError extends Error {}
 
 const Options = z.object({
   keep: z.array(z.string()),
@@ -28,7 +25,7 @@ function parseArgs(argv: readonly string[]): Parsed {
     if (!(error instanceof ArgvError)) throw error;
     // A bare word before `--` is most likely the command: say how to pass it.
     const stray = /^unexpected argument '(.*)'$/.exec(error.message);
-    throw new UsageError(stray ? `unexpected argument '${stray[1]}': put -- before the command` : error.message);
+    throw new CliError(stray ? `unexpected argument '${stray[1]}': put -- before the command` : error.message);
   }
   if (parsed.kind !== 'run') return parsed;
   const { options, rest } = parsed;
@@ -43,17 +40,6 @@ function parseArgs(argv: readonly string[]): Parsed {
   };
 }
 
-function packageVersion(): string {
-  const raw: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-  return z.object({ version: z.string() }).parse(raw).version;
-}
-
-function exitCodeForSignal(signal: NodeJS.Signals): number {
-  return 128 + (osConstants.signals[signal] ?? 0);
-}
-
-const FORWARDED_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-
 /** Runs the command with the given environment; resolves to the exit code to pass on. */
 function runCommand(command: readonly string[], env: Record<string, string>): Promise<number> {
   const [file, ...args] = command as [string, ...string[]];
@@ -62,9 +48,9 @@ function runCommand(command: readonly string[], env: Record<string, string>): Pr
     const forward = (signal: NodeJS.Signals) => {
       child.kill(signal);
     };
-    for (const signal of FORWARDED_SIGNALS) process.on(signal, forward);
+    for (const signal of STOP_SIGNALS) process.on(signal, forward);
     const finish = (code: number) => {
-      for (const signal of FORWARDED_SIGNALS) process.off(signal, forward);
+      for (const signal of STOP_SIGNALS) process.off(signal, forward);
       resolve(code);
     };
     child.once('error', (error: NodeJS.ErrnoException) => {
@@ -76,52 +62,42 @@ function runCommand(command: readonly string[], env: Record<string, string>): Pr
         finish(126);
       } else {
         process.stderr.write(`${BIN}: ${file}: ${error.message}\n`);
-        finish(70);
+        finish(EXIT_INTERNAL);
       }
     });
     child.once('exit', (code, signal) => {
-      finish(signal !== null ? exitCodeForSignal(signal) : (code ?? 70));
+      finish(signal !== null ? signalExitCode(signal) : (code ?? EXIT_INTERNAL));
     });
   });
 }
 
-export async function main(argv: string[]): Promise<void> {
-  try {
-    const parsed = parseArgs(argv);
-    if (parsed.kind === 'help') {
-      process.stdout.write(renderHelp(SPEC));
-      return;
-    }
-    if (parsed.kind === 'version') {
-      process.stdout.write(packageVersion() + '\n');
-      return;
-    }
-    const { options } = parsed;
-    if (options.json && !options.list) throw new UsageError('--json only applies to --list');
-    if (options.list && options.command !== null) throw new UsageError('--list takes no command');
-    if (!options.list && options.command === null) throw new UsageError('missing -- COMMAND (see --help)');
-    if (options.command !== null && options.command.length === 0) throw new UsageError('missing command after --');
-
-    const keepEnv = z.string().optional().parse(process.env[KEEP_ENV_VAR]);
-    const keep = [...parseKeepList(keepEnv), ...options.keep.flatMap((value) => parseKeepList(value))];
-    const { env, withheld } = scrubEnv(process.env, { keep });
-
-    if (options.list) {
-      process.stdout.write(
-        options.json
-          ? JSON.stringify({ withheld, kept: Object.keys(env).length }) + '\n'
-          : withheld.map((name) => name + '\n').join(''),
-      );
-      return;
-    }
-    process.exitCode = await runCommand(options.command as string[], env);
-  } catch (error) {
-    if (error instanceof UsageError) {
-      process.stderr.write(`${BIN}: ${error.message}\n`);
-      process.exitCode = 2;
-    } else {
-      process.stderr.write(`${BIN}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
-      process.exitCode = 70;
-    }
+export const main = commandMain(BIN, async (argv: string[]): Promise<number | void> => {
+  const parsed = parseArgs(argv);
+  if (parsed.kind === 'help') {
+    process.stdout.write(renderHelp(SPEC));
+    return;
   }
-}
+  if (parsed.kind === 'version') {
+    process.stdout.write(packageVersion(new URL('../package.json', import.meta.url)) + '\n');
+    return;
+  }
+  const { options } = parsed;
+  if (options.json && !options.list) throw new CliError('--json only applies to --list');
+  if (options.list && options.command !== null) throw new CliError('--list takes no command');
+  if (!options.list && options.command === null) throw new CliError('missing -- COMMAND (see --help)');
+  if (options.command !== null && options.command.length === 0) throw new CliError('missing command after --');
+
+  const keepEnv = z.string().optional().parse(process.env[KEEP_ENV_VAR]);
+  const keep = [...parseKeepList(keepEnv), ...options.keep.flatMap((value) => parseKeepList(value))];
+  const { env, withheld } = scrubEnv(process.env, { keep });
+
+  if (options.list) {
+    process.stdout.write(
+      options.json
+        ? JSON.stringify({ withheld, kept: Object.keys(env).length }) + '\n'
+        : withheld.map((name) => name + '\n').join(''),
+    );
+    return;
+  }
+  return runCommand(options.command as string[], env);
+});

@@ -4,6 +4,7 @@
  * Names are matched with plain substring checks on the upper-cased name: no regular
  * expression ever runs over the (untrusted) environment, so no input can make it slow.
  */
+import { pyStrip } from '@prun/kit/py';
 
 /** Name fragments that mark a variable as secret-shaped, anywhere in the upper-cased name. */
 export const SECRET_NAME_PARTS: readonly string[] = Object.freeze([
@@ -25,24 +26,6 @@ export const ALWAYS_KEPT_PREFIXES: readonly string[] = Object.freeze(['ANTIGRAVI
 
 /** The variable whose comma-separated names are let through the scrub. */
 export const KEEP_ENV_VAR = 'PRUN_KEEP_ENV';
-
-// Python's str.isspace set (what str.strip removes). JS trim differs: it keeps \x1c-\x1f and
-// \x85 but strips U+FEFF, and PRUN_KEEP_ENV must parse exactly as the dispatcher's does.
-const PY_WHITESPACE = new Set(
-  [
-    0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x85, 0xa0, 0x1680, 0x2000, 0x2001,
-    0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f,
-    0x205f, 0x3000,
-  ].map((code) => String.fromCharCode(code)),
-);
-
-function pyStrip(value: string): string {
-  let start = 0;
-  let end = value.length;
-  while (start < end && PY_WHITESPACE.has(value[start] as string)) start += 1;
-  while (end > start && PY_WHITESPACE.has(value[end - 1] as string)) end -= 1;
-  return value.slice(start, end);
-}
 
 /**
  * Parses a `PRUN_KEEP_ENV`-style value: comma-separated names, each stripped and upper-cased,

@@ -48,6 +48,15 @@ describe('§3 consequences', () => {
     },
   );
 
+  it.each(['MY_ANTIGRAVITY_TOKEN', 'X_ANTIGRAVITY_API_KEY', 'NOT_ANTIGRAVITY_SECRET', 'ANTIGRAVITYTOKEN'])(
+    'withholds %s: ANTIGRAVITY_ keeps a name only as its prefix',
+    (name) => {
+      const result = scrubEnv({ [name]: 'v', ANTIGRAVITY_TOKEN: 'kept' });
+      expect(result.withheld).toEqual([name]);
+      expect(result.env).toEqual({ ANTIGRAVITY_TOKEN: 'kept' });
+    },
+  );
+
   it('PRUN_KEEP_ENV names are stripped, upper-cased and blanks dropped', () => {
     const env = {
       PRUN_KEEP_ENV: 'gh_token, ssh_auth_sock ,, ',

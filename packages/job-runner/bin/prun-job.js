@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // Thin shim: everything lives in the built library so the bin starts fast and stays testable.
-import module from 'node:module';
-module.enableCompileCache?.();
-const { main } = await import('../dist/cli.js');
-await main(process.argv.slice(2));
+import { runBin } from '@prun/kit/cli';
+await runBin({
+  name: 'prun-job',
+  manifest: new URL('../package.json', import.meta.url),
+  versionFlags: ['--version', '-V'],
+  load: () => import('../dist/cli.js'),
+});

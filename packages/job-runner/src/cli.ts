@@ -1,11 +1,29 @@
 // The `prun-job` bin: parse the command line, run the command, print, set the exit code.
+// Each command's module is loaded only when that command runs, so a small command starts fast.
 import { readFileSync } from 'node:fs';
-import { COMMANDS, type Context } from './commands.js';
+import { CliError, closeDebuggerDoor, formatInternalError, packageVersion } from '@prun/kit/cli';
+import type { Command, Context } from './commands/context.js';
 import { CommandError, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE } from './errors.js';
-import { runnerMain } from './runner.js';
 import { timingsFromEnv } from './timing.js';
 
 const BIN = 'prun-job';
+
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  run: async () => (await import('./commands/run.js')).cmdRun,
+  resume: async () => (await import('./commands/resume.js')).cmdResume,
+  wait: async () => (await import('./commands/wait.js')).cmdWait,
+  result: async () => (await import('./commands/result.js')).cmdResult,
+  steer: async () => (await import('./commands/steer.js')).cmdSteer,
+  abort: async () => (await import('./commands/abort.js')).cmdAbort,
+  kill: async () => (await import('./commands/kill.js')).cmdKill,
+  status: async () => (await import('./commands/status.js')).cmdStatus,
+  peek: async () => (await import('./commands/peek.js')).cmdPeek,
+  list: async () => (await import('./commands/list.js')).cmdList,
+  profiles: async () => (await import('./commands/profiles.js')).cmdProfiles,
+  rm: async () => (await import('./commands/rm.js')).cmdRm,
+  completion: async () => (await import('./commands/completion.js')).cmdCompletion,
+  __names: async () => (await import('./commands/completion.js')).cmdNames,
+};
 
 export const USAGE = `Usage:
   prun-job run      [options] (PROMPT | -)
@@ -50,11 +68,6 @@ Environment: MULTI_AGENT_PI_BIN (pi program), MULTI_AGENT_MAX_DEPTH (default 2),
 MULTI_AGENT_TIME_SCALE, XDG_STATE_HOME, PI_CODING_AGENT_DIR, PI_SESSION_FILE.
 Jobs are shared with multi_agent.py: either program can manage the other's jobs.`;
 
-function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
-  return pkg.version ?? '0.0.0';
-}
-
 function note(message: string): void {
   process.stderr.write(`${BIN}: ${message}\n`);
 }
@@ -83,23 +96,33 @@ function write(text: string, { resultBlock = false } = {}): void {
   });
 }
 
+/**
+ * Run one prun-job command line and set process.exitCode (never process.exit). Called by the
+ * bin through the kit's runBin, and in-process by `prun job`.
+ */
 export async function main(argv: string[]): Promise<void> {
+  // Runners, waits and foreground runs live long beside agents that can signal them.
+  closeDebuggerDoor();
   // Failed writes are reported to write()'s callback; this keeps them from being thrown.
   if (process.stdout.listenerCount('error') === 0) process.stdout.on('error', () => undefined);
+  let code: number;
   try {
-    process.exitCode = await dispatch(argv);
-    if (stdoutBroken) process.exitCode = 1;
+    code = await dispatch(argv);
+    if (stdoutBroken) code = 1;
   } catch (error) {
-    if (error instanceof CommandError) {
+    if (error instanceof CliError) {
+      // As the original prints it: `multi-agent: error: ...`.
       note(`error: ${error.message}`);
-      process.exitCode = error.code;
+      if (error.hint !== undefined) note(`hint: ${error.hint}`);
+      code = error.exitCode;
     } else if ((error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') {
-      process.exitCode = 1;
+      code = 1;
     } else {
-      note(`internal error: ${error instanceof Error ? error.message : String(error)}`);
-      process.exitCode = EXIT_INTERNAL;
+      process.stderr.write(formatInternalError(BIN, error));
+      code = EXIT_INTERNAL;
     }
   }
+  process.exitCode = code;
 }
 
 async function dispatch(argv: string[]): Promise<number> {
@@ -114,17 +137,13 @@ async function dispatch(argv: string[]): Promise<number> {
     return EXIT_OK;
   }
   if (command === '--version' || command === '-V') {
-    write(packageVersion() + '\n');
+    write(packageVersion(new URL('../package.json', import.meta.url)) + '\n');
     return EXIT_OK;
   }
   const timings = timingsFromEnv(process.env);
-  if (command === '__runner') {
-    await runnerMain(rest, timings, process.env);
-    // The runner's job is done and its state recorded; exiting releases the job's lock.
-    process.exit(0);
-  }
-  const handler = COMMANDS[command];
-  if (!handler) {
+  if (command === '__runner') return (await import('./runner-main.js')).runnerMain(rest, process.env);
+  const load = COMMANDS[command];
+  if (!load) {
     note(`unknown command: ${command} (try --help)`);
     return EXIT_USAGE;
   }
@@ -139,5 +158,5 @@ async function dispatch(argv: string[]): Promise<number> {
     note,
     readStdin: () => readFileSync(0, 'utf8'),
   };
-  return handler(rest, ctx);
+  return (await load())(rest, ctx);
 }

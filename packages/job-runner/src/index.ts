@@ -33,6 +33,7 @@ export {
   jobState,
   jobStates,
   readJobRecord,
+  toJobRecord,
   RESULT_DELIMITER,
   STATUSES,
   type JobRecord,
@@ -40,8 +41,22 @@ export {
   type ResultFields,
 } from './state.js';
 export { RunTracker, settledStatus, shortArgs, type RpcEffects } from './rpc.js';
-export { pyDumps } from './control.js';
+export { pyDumps, type ControlRequest, type ControlReply } from './control/protocol.js';
 export { childEnv, piArgv } from './runner.js';
-export { checkDepth, defaultName, formatListTable, listRows, runnerPattern, statusDocument, validateName, type ListRow } from './commands.js';
+export { LineSplitter, MAX_RECORD_BYTES, type SkippedLine } from './lines.js';
+export {
+  checkDepth,
+  defaultName,
+  findJob,
+  jobNames,
+  listJobs,
+  listRows,
+  projectJobs,
+  validateName,
+  type ListOptions,
+  type ListRow,
+} from './jobs.js';
+export { formatListTable, formatStatus, renderResult, statusDocument, type ResultDocument, type StatusDocument } from './render.js';
+export { runnerPattern } from './commands/kill.js';
 export { formatAge, formatG, parseUtc, shellQuote, utcNow } from './text.js';
 export { parseTimeScale, timingsFor, type Timings } from './timing.js';

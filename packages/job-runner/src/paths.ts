@@ -3,18 +3,13 @@ import { createHash } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { expandUser } from '@prun/kit/py';
 import { CommandError } from './errors.js';
 
 type Env = NodeJS.ProcessEnv;
 
 /** sun_path holds the socket path and its trailing NUL. */
 const SUN_PATH_MAX = process.platform === 'darwin' || process.platform.includes('bsd') ? 104 : 108;
-
-export function expandUser(path: string): string {
-  if (path === '~') return homedir();
-  if (path.startsWith('~/')) return join(homedir(), path.slice(2));
-  return path;
-}
 
 /** $PWD when it names the current directory, so a symlinked path keeps its name and its slug. */
 export function logicalCwd(env: Env = process.env): string {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CommandError } from './errors.js';
 import { piAgentDir } from './paths.js';
-import { readText, splitLines } from './text.js';
+import { splitLines } from '@prun/kit/py';
+import { readText } from './text.js';
 
 export const DEFAULT_PROFILE = 'general-purpose';
 export const BUILTIN_PROFILES_DIR = fileURLToPath(new URL('../profiles/', import.meta.url));

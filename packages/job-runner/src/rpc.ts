@@ -1,5 +1,6 @@
 // What the runner learns from pi's `--mode rpc` records. Pure: it returns what to log and what
 // to send, and the runner does the I/O.
+import type { SkippedLine } from './lines.js';
 import { excerpt } from './text.js';
 
 export const DIALOG_METHODS = ['select', 'confirm', 'input', 'editor'];
@@ -57,6 +58,18 @@ export class RunTracker {
       return { progress: [], send: [] };
     }
     return isRecord(record) ? this.handle(record) : { progress: [], send: [] };
+  }
+
+  /**
+   * A record too long to read (see MAX_RECORD_BYTES): logged with its type and size. When it was
+   * the agent's final message, the output says where the reply is instead of showing an older one.
+   */
+  handleSkipped(skipped: SkippedLine, limitBytes: number): RpcEffects {
+    const kind = /"type"\s*:\s*"([A-Za-z0-9_]{1,64})"/.exec(skipped.head)?.[1] ?? 'unknown';
+    if (kind === 'message_end' && /"role"\s*:\s*"assistant"/.test(skipped.head)) {
+      this.lastText = `(the agent's last message was ${mib(skipped.bytes)}, more than prun-job reads; it is in the job's pi session file)`;
+    }
+    return { progress: [`skipped an over-long pi record: ${kind}, ${mib(skipped.bytes)} (limit ${mib(limitBytes)})`], send: [] };
   }
 
   handle(record: RpcRecord): RpcEffects {
@@ -131,6 +144,10 @@ export function settledStatus(s: { timingOut: boolean; abortRequested: boolean; 
   if (s.abortRequested || s.lastStop === 'aborted') return 'aborted';
   if (s.lastStop === 'error') return 'failed';
   return 'done';
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1).replace(/\.0$/, '')} MiB`;
 }
 
 /** Python's str() of a JSON value, so progress lines read the same from both programs. */

@@ -1,25 +1,29 @@
 // The detached runner of one run: it owns pi's stdin and stdout for the whole run, holds the
 // job's lock for its whole life (inherited as fd 3, released only when this process ends), serves
 // the control socket, records progress, and records the run's end with exit_code last.
+import { STOP_SIGNALS } from '@prun/kit/cli';
+import { which } from '@prun/kit/fs';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants as fsConstants, mkdirSync, openSync, closeSync, statSync } from 'node:fs';
+import { openSync, closeSync } from 'node:fs';
 import net from 'node:net';
 import { constants as osConstants } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { ControlServer } from './control/server.js';
+import { pyDumps, type ControlReply } from './control/protocol.js';
 import { NOT_RUNNING } from './errors.js';
-import { jobFile, piBin, socketPath } from './paths.js';
-import { RunTracker, settledStatus, type ControlReply, type RpcEffects, type RpcRecord, type Usage } from './rpc.js';
+import { LineSplitter, MAX_RECORD_BYTES } from './lines.js';
+import { jobFile, piBin } from './paths.js';
+import { RunTracker, settledStatus, type RpcEffects, type RpcRecord, type Usage } from './rpc.js';
 import { appendProgress, readJobRecord, recordEnd, type JobRecord } from './state.js';
-import { appendText, excerpt, formatSeconds, readInt, readJson, readText, removeFile, utcNow, writeAtomic } from './text.js';
-import { pyDumps } from './control.js';
-import type { Timings } from './timing.js';
+import { excerpt, formatSeconds, readInt, readJson, readText, writeAtomic } from './text.js';
+import { sleep, type Timings } from './timing.js';
 
-const STOP_SIGNALS: NodeJS.Signals[] = ['SIGTERM', 'SIGHUP', 'SIGINT'];
 /** Removed from the agent's environment so the herdr extension inside it does not report for the caller's pane. */
 const REMOVED_ENV = ['HERDR_ENV', 'HERDR_PANE_ID', 'HERDR_SOCKET_PATH'];
-// pi must not inherit the lock (fd 3): Node cannot mark an inherited descriptor close-on-exec,
-// so a one-line shell closes it and then becomes pi.
-const EXEC_WITHOUT_RUNNER_FDS = 'exec 3<&-; exec "$@"';
+/**
+ * The runner's own inherited descriptors (the job's lock, the control socket). pi gets /dev/null
+ * in their places: a pi that held the lock would make the job look running after its runner died.
+ */
+export const RUNNER_FDS = [3, 4];
 
 export function childEnv(jobDir: string, job: JobRecord, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = { ...env };
@@ -40,19 +44,17 @@ export function piArgv(jobDir: string, job: JobRecord, bin: string): string[] {
   return argv;
 }
 
-/** Why spawning `bin` would fail, checked up front because the shell in between hides it. */
-export function unstartable(bin: string, env: NodeJS.ProcessEnv): string | undefined {
-  const executable = (path: string): boolean => {
-    try {
-      accessSync(path, fsConstants.X_OK);
-      return statSync(path).isFile();
-    } catch {
-      return false;
-    }
-  };
-  if (bin.includes('/')) return executable(bin) ? undefined : `no executable file at ${bin}`;
-  const dirs = (env['PATH'] ?? '').split(delimiter).filter(Boolean);
-  return dirs.some((dir) => executable(join(dir, bin))) ? undefined : `${bin} was not found on PATH`;
+/** Why spawning `bin` from `cwd` would fail, said up front in the run's output. */
+export function unstartable(bin: string, env: NodeJS.ProcessEnv, cwd: string): string | undefined {
+  if (which(bin, { env, cwd }) !== null) return undefined;
+  return bin.includes('/') ? `no executable file at ${bin}` : `${bin} was not found on PATH`;
+}
+
+/** Wait for pi's exit, at most `seconds`; the timer goes with it, so nothing keeps the runner alive. */
+async function exitWithin(exit: Promise<void>, seconds: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([exit, new Promise<void>((resolve) => (timer = setTimeout(resolve, seconds * 1000)))]);
+  clearTimeout(timer);
 }
 
 type Outcome = { kind: 'finish'; status: string; error?: string } | { kind: 'eof' } | { kind: 'killed'; reason: string };
@@ -61,9 +63,9 @@ export class Runner {
   readonly job: JobRecord;
   readonly prompt: string;
   readonly tracker: RunTracker;
-  private server: net.Server | undefined;
-  private readonly connections = new Set<net.Socket>();
-  private readonly pendingAcks = new Map<string, net.Socket>();
+  private readonly control: ControlServer;
+  /** Steers forwarded to pi, by rpc id: who is waiting for pi's answer. */
+  private readonly pendingAcks = new Map<string, (reply: ControlReply) => void>();
   private proc: ChildProcess | undefined;
   private procExit: Promise<void> = Promise.resolve();
   private exitStatus: number | undefined;
@@ -72,6 +74,7 @@ export class Runner {
   private serial = 0;
   private signal: NodeJS.Signals | undefined;
   private callerGone = false;
+  private caller: net.Socket | undefined;
   private killRequested = false;
   private abortSent = false;
   private abortRequested = false;
@@ -85,9 +88,11 @@ export class Runner {
   constructor(
     readonly jobDir: string,
     private readonly callerFd: number | undefined,
+    private readonly serverFd: number | undefined,
     private readonly timings: Timings,
     private readonly env: NodeJS.ProcessEnv,
   ) {
+    this.control = new ControlServer(jobDir, (request, answer) => this.handleRequest(request, answer));
     const job = readJobRecord(jobDir);
     if (!job) throw new Error(`job ${jobDir} has no readable job.json`);
     this.job = job;
@@ -114,6 +119,7 @@ export class Runner {
   private watchCaller(): void {
     if (this.callerFd === undefined) return;
     const caller = new net.Socket({ fd: this.callerFd, readable: true, writable: false });
+    this.caller = caller;
     const gone = (): void => {
       if (this.callerGone) return;
       this.callerGone = true;
@@ -126,109 +132,35 @@ export class Runner {
     caller.on('error', gone);
   }
 
-  async listen(): Promise<void> {
-    const path = socketPath(this.jobDir);
-    mkdirSync(join(path, '..'), { recursive: true, mode: 0o700 });
-    // The lock is ours, so a leftover socket file belongs to a runner that is gone.
-    removeFile(path);
-    // Half-open: a client that ends its side after the request (socat, nc -U) still gets the
-    // answer, which for a steer comes only once pi has answered.
-    const server = net.createServer({ allowHalfOpen: true }, (conn) => this.onConnection(conn));
-    this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(path, () => {
-        server.removeListener('error', reject);
-        resolve();
-      });
-    });
-    server.on('error', () => undefined);
-  }
-
-  private onConnection(conn: net.Socket): void {
-    this.connections.add(conn);
-    let data = '';
-    let handled = false;
-    conn.setEncoding('utf8');
-    const handle = (): void => {
-      if (handled) return;
-      handled = true;
-      const line = data.split('\n')[0] ?? '';
-      if (!line && !data) {
-        this.connections.delete(conn);
-        conn.destroy();
-        return;
-      }
-      let request: unknown;
-      try {
-        request = JSON.parse(line);
-      } catch {
-        request = undefined;
-      }
-      this.handleRequest(conn, request);
-    };
-    conn.on('data', (chunk: string) => {
-      data += chunk;
-      if (data.includes('\n')) handle();
-    });
-    conn.on('end', handle);
-    conn.on('error', () => this.connections.delete(conn));
-    conn.on('close', () => this.connections.delete(conn));
-  }
-
-  private handleRequest(conn: net.Socket, request: unknown): void {
+  private handleRequest(request: unknown, answer: (reply: ControlReply) => void): void {
     const fields = request !== null && typeof request === 'object' && !Array.isArray(request) ? (request as RpcRecord) : undefined;
     const kind = fields?.['type'];
     if (this.finishing || this.tracker.settled) {
-      this.reply(conn, { ok: false, error: NOT_RUNNING });
+      answer({ ok: false, error: NOT_RUNNING });
     } else if (kind === 'steer') {
       const raw = fields?.['message'];
       const message = raw === undefined ? '' : typeof raw === 'string' ? raw : JSON.stringify(raw);
       const id = this.newId('steer');
       if (this.send({ id, type: 'steer', message })) {
-        this.pendingAcks.set(id, conn);
+        this.pendingAcks.set(id, answer);
         this.progress(`steer: ${excerpt(message)}`);
       } else {
-        this.reply(conn, { ok: false, error: NOT_RUNNING });
+        answer({ ok: false, error: NOT_RUNNING });
       }
     } else if (kind === 'abort') {
       this.abortRequested = true;
       this.progress('abort requested');
       this.sendAbort();
       // Answered at once: pi answers its own abort only after the run settled.
-      this.reply(conn, { ok: true, disposition: 'requested' });
+      answer({ ok: true, disposition: 'requested' });
       this.evaluate();
     } else if (kind === 'kill') {
       this.killRequested = true;
-      this.reply(conn, { ok: true, disposition: 'stopping' });
+      answer({ ok: true, disposition: 'stopping' });
       this.evaluate();
     } else {
-      this.reply(conn, { ok: false, error: `unknown request type: ${kind === undefined ? 'None' : String(kind)}` });
+      answer({ ok: false, error: `unknown request type: ${kind === undefined ? 'None' : String(kind)}` });
     }
-  }
-
-  private reply(conn: net.Socket, reply: ControlReply): void {
-    this.connections.delete(conn);
-    if (conn.destroyed) return;
-    conn.on('error', () => undefined);
-    conn.end(pyDumps(reply) + '\n');
-    setTimeout(() => conn.destroy(), 1000).unref();
-  }
-
-  /** Answer every open request with NOT_RUNNING and remove the socket (the lock is still ours). */
-  private async closeControl(): Promise<void> {
-    for (const conn of this.pendingAcks.values()) this.reply(conn, { ok: false, error: NOT_RUNNING });
-    this.pendingAcks.clear();
-    // Connections whose request line has not arrived get a moment to send it, so the command
-    // reads the answer instead of a reset.
-    const open = [...this.connections];
-    const end = Date.now() + 500;
-    while (open.some((c) => this.connections.has(c)) && Date.now() < end) await delay(20);
-    for (const conn of this.connections) this.reply(conn, { ok: false, error: NOT_RUNNING });
-    const server = this.server;
-    this.server = undefined;
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-    removeFile(socketPath(this.jobDir));
   }
 
   // -- pi --
@@ -269,20 +201,22 @@ export class Runner {
     for (const line of effects.progress) this.progress(line);
     for (const record of effects.send) this.send(record);
     if (effects.ack) {
-      const conn = this.pendingAcks.get(effects.ack.id);
-      if (conn) {
+      const answer = this.pendingAcks.get(effects.ack.id);
+      if (answer) {
         this.pendingAcks.delete(effects.ack.id);
-        this.reply(conn, effects.ack.reply);
+        answer(effects.ack.reply);
       }
     }
   }
 
-  private startPi(stderrFd: number): void {
-    const argv = piArgv(this.jobDir, this.job, piBin(this.env));
-    const proc = spawn('/bin/sh', ['-c', EXEC_WITHOUT_RUNNER_FDS, 'sh', ...argv], {
+  private startPi(stderrFd: number, devNull: number): void {
+    const [bin, ...args] = piArgv(this.jobDir, this.job, piBin(this.env));
+    // pi is started directly, with the environment exactly as given: a shell in between would
+    // drop variables whose names are not shell identifiers (`my.var`).
+    const proc = spawn(bin as string, args, {
       cwd: this.job.cwd ?? process.cwd(),
       env: childEnv(this.jobDir, this.job, this.env),
-      stdio: ['pipe', 'pipe', stderrFd],
+      stdio: ['pipe', 'pipe', stderrFd, ...RUNNER_FDS.map(() => devNull)],
       // Its own session: signals meant for the runner never reach pi; the runner stops it through stdin.
       detached: true,
     });
@@ -298,22 +232,16 @@ export class Runner {
     proc.stdin?.on('error', () => {
       this.stdinOpen = false;
     });
-    let pending: Buffer = Buffer.alloc(0);
-    // Records end at LF only; U+2028 and U+2029 are valid inside JSON strings.
-    proc.stdout?.on('data', (chunk: Buffer) => {
-      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-      let nl = pending.indexOf(0x0a);
-      while (nl >= 0) {
-        const line = pending.subarray(0, nl).toString('utf8');
-        pending = pending.subarray(nl + 1);
-        this.apply(this.tracker.handleLine(line));
+    const lines = new LineSplitter({
+      line: (text) => {
+        this.apply(this.tracker.handleLine(text));
         if (!this.finishing) this.evaluate();
-        nl = pending.indexOf(0x0a);
-      }
+      },
+      skipped: (skipped) => this.apply(this.tracker.handleSkipped(skipped, MAX_RECORD_BYTES)),
     });
+    proc.stdout?.on('data', (chunk: Buffer) => lines.push(chunk));
     proc.stdout?.on('end', () => {
-      if (pending.length) this.apply(this.tracker.handleLine(pending.toString('utf8')));
-      pending = Buffer.alloc(0);
+      lines.end();
       this.eof = true;
       this.evaluate();
     });
@@ -334,7 +262,7 @@ export class Runner {
       exited = true;
     });
     for (const [signal, grace] of steps) {
-      await delay(0);
+      await sleep(0);
       if (exited) break;
       if (signal) {
         try {
@@ -343,7 +271,7 @@ export class Runner {
           // Gone already.
         }
       }
-      await Promise.race([this.procExit, delay(grace * 1000)]);
+      await exitWithin(this.procExit, grace);
     }
     await this.procExit;
   }
@@ -388,16 +316,18 @@ export class Runner {
   async run(): Promise<string> {
     this.installSignals();
     this.watchCaller();
-    await this.listen();
+    await this.control.listen(this.serverFd);
     const bin = piBin(this.env);
     // Opened before pi starts, as the original does, so every run that got this far has one.
     const stderrFd = openSync(jobFile(this.jobDir, 'stderr.txt'), 'w');
+    const devNull = openSync('/dev/null', 'r');
     try {
-      const problem = unstartable(bin, this.env);
+      const problem = unstartable(bin, this.env, this.job.cwd ?? process.cwd());
       if (problem) return this.conclude('failed', `could not start ${bin}: ${problem}`);
-      this.startPi(stderrFd);
+      this.startPi(stderrFd, devNull);
     } finally {
       closeSync(stderrFd);
+      closeSync(devNull);
     }
     const runs = readInt(jobFile(this.jobDir, 'runs'));
     this.progress(`run ${runs === undefined ? 'None' : runs} started (${this.job.mode ?? '?'})`);
@@ -450,47 +380,16 @@ export class Runner {
     this.finishing = true;
     this.closeStdin();
     if (this.proc?.pid !== undefined && this.exitStatus === undefined) {
-      await Promise.race([this.procExit, delay(this.timings.piExitGraceS * 1000)]);
+      await exitWithin(this.procExit, this.timings.piExitGraceS);
       if (this.exitStatus === undefined) this.proc.kill('SIGKILL');
     }
   }
 
   async shutdown(): Promise<void> {
     for (const t of this.timers) clearTimeout(t);
-    await this.closeControl();
-  }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/**
- * Entry of the detached runner: `__runner JOB_DIR LOCK_FD [CALLER_FD]`. The job directory follows
- * `__runner` and a space, so a person can find a stuck runner with `pkill -f`.
- */
-export async function runnerMain(argv: string[], timings: Timings, env: NodeJS.ProcessEnv): Promise<void> {
-  const [jobDir, , callerText] = argv;
-  if (!jobDir) throw new Error('the runner needs a job directory');
-  const callerFd = callerText === undefined ? undefined : Number(callerText);
-  let runner: Runner | undefined;
-  const fail = async (error: unknown): Promise<void> => {
-    const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
-    appendText(jobFile(jobDir, 'runner.log'), `${utcNow()}\n${text}\n\n`);
-    if (runner) await runner.emergencyStop();
-    // Record the failure before the lock is released (when this process exits).
-    if (runner) runner.conclude('failed', `the runner failed; see ${jobFile(jobDir, 'runner.log')}`);
-    else recordEnd(jobDir, 'failed', `the runner failed; see ${jobFile(jobDir, 'runner.log')}`);
-  };
-  process.on('uncaughtException', (error) => {
-    void fail(error).finally(() => process.exit(1));
-  });
-  try {
-    runner = new Runner(jobDir, callerFd, timings, env);
-    await runner.run();
-  } catch (error) {
-    await fail(error);
-  } finally {
-    await runner?.shutdown();
+    this.caller?.destroy();
+    for (const answer of this.pendingAcks.values()) answer({ ok: false, error: NOT_RUNNING });
+    this.pendingAcks.clear();
+    await this.control.close();
   }
 }

@@ -1,7 +1,6 @@
 // A job's recorded state: its status, its result block and the record of a run's end.
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
-import { z } from 'zod';
 import { holdShared, type LockAttempt } from './lock.js';
 import { jobFile } from './paths.js';
 import { appendText, localClock, parseUtc, readInt, readJson, readText, utcNow, writeAtomic } from './text.js';
@@ -11,34 +10,49 @@ export const RESULT_DELIMITER = '--- multi-agent ---';
 export const STATUSES = ['running', 'done', 'failed', 'aborted', 'timeout', 'killed', 'died', 'unknown'] as const;
 export type JobStatus = (typeof STATUSES)[number] | (string & {});
 
-// A field of the wrong type reads as missing instead of discarding the whole record.
-const str = z.string().optional().catch(undefined);
-const nullableString = z.string().nullable().optional().catch(undefined);
+/** job.json as both programs write it. */
+export interface JobRecord {
+  name?: string | undefined;
+  profile?: string | undefined;
+  profile_source?: string | undefined;
+  cwd?: string | undefined;
+  project?: string | undefined;
+  session_dir?: string | undefined;
+  parent?: string | null | undefined;
+  depth?: number | undefined;
+  model?: string | null | undefined;
+  thinking?: string | null | undefined;
+  fork?: string | null | undefined;
+  pi_args?: string[] | undefined;
+  created_at?: string | undefined;
+  mode?: string | undefined;
+  timeout?: number | null | undefined;
+  run_kind?: string | undefined;
+  [key: string]: unknown;
+}
 
-/** job.json as both programs write it; unknown keys are kept, missing or odd ones tolerated. */
-export const jobRecordSchema = z.looseObject({
-  name: str,
-  profile: str,
-  profile_source: str,
-  cwd: str,
-  project: str,
-  session_dir: str,
-  parent: nullableString,
-  depth: z.number().optional().catch(undefined),
-  model: nullableString,
-  thinking: nullableString,
-  fork: nullableString,
-  pi_args: z.array(z.string()).optional().catch(undefined),
-  created_at: str,
-  mode: str,
-  timeout: z.number().nullable().optional().catch(undefined),
-  run_kind: str,
-});
-export type JobRecord = z.infer<typeof jobRecordSchema>;
+const STRING_FIELDS = ['name', 'profile', 'profile_source', 'cwd', 'project', 'session_dir', 'created_at', 'mode', 'run_kind'] as const;
+const NULLABLE_STRING_FIELDS = ['parent', 'model', 'thinking', 'fork'] as const;
+
+/**
+ * Check a parsed job.json field by field: unknown keys are kept, and a field of the wrong type
+ * reads as missing instead of discarding the whole record. A plain function rather than a zod
+ * schema because `list` and the runner read job.json on their start-up path, where loading zod
+ * alone would cost more than the whole command.
+ */
+export function toJobRecord(value: unknown): JobRecord | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const record: JobRecord = { ...(value as Record<string, unknown>) };
+  for (const key of STRING_FIELDS) if (typeof record[key] !== 'string') delete record[key];
+  for (const key of NULLABLE_STRING_FIELDS) if (record[key] !== null && typeof record[key] !== 'string') delete record[key];
+  if (typeof record.depth !== 'number') delete record.depth;
+  if (record.timeout !== null && typeof record.timeout !== 'number') delete record.timeout;
+  if (!Array.isArray(record.pi_args) || !record.pi_args.every((arg) => typeof arg === 'string')) delete record.pi_args;
+  return record;
+}
 
 export function readJobRecord(jobDir: string): JobRecord | undefined {
-  const parsed = jobRecordSchema.safeParse(readJson(jobFile(jobDir, 'job.json')));
-  return parsed.success ? parsed.data : undefined;
+  return toJobRecord(readJson(jobFile(jobDir, 'job.json')));
 }
 
 /**

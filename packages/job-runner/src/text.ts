@@ -1,6 +1,7 @@
 // Small text and file helpers shared by the commands and the runner.
-import { closeSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { closeSync, openSync, readFileSync, rmSync, appendFileSync } from 'node:fs';
+import { writeFileAtomic } from '@prun/kit/fs';
+import { pyJsonLoads } from '@prun/kit/py';
 
 export function readText(path: string): string | undefined {
   try {
@@ -17,21 +18,11 @@ export function readJson(path: string): unknown {
 
 /**
  * JSON as Python's json.loads reads it: multi_agent.py writes `Infinity` (a `--timeout inf`) and
- * `NaN` bare, which JSON.parse refuses. Outside strings they become 1e999 (Infinity again) and null.
+ * `NaN` bare, which JSON.parse refuses. Undefined when the text is not JSON at all.
  */
 export function parsePythonJson(text: string): unknown {
   try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    // Python's spelling is tried only when plain JSON fails.
-  }
-  const patched = text.replace(/("(?:[^"\\]|\\.)*")|(-?)Infinity|NaN/g, (match, string: string | undefined, minus: string | undefined) => {
-    if (string !== undefined) return string;
-    if (match === 'NaN') return 'null';
-    return `${minus ?? ''}1e999`;
-  });
-  try {
-    return JSON.parse(patched) as unknown;
+    return pyJsonLoads(text);
   } catch {
     return undefined;
   }
@@ -42,14 +33,13 @@ export function readInt(path: string): number | undefined {
   return /^[+-]?\d+$/.test(text) ? Number.parseInt(text, 10) : undefined;
 }
 
-let atomicSerial = 0;
-
-/** Write a state file through a temporary file in the same directory and a rename. */
+/**
+ * Publish a state file through a temporary file in the same directory and a rename; the
+ * temporary file goes on failure too. Not fsynced, as in the original: a state file is
+ * rewritten on every run, and its readers only need never to see half of it.
+ */
 export function writeAtomic(path: string, text: string): void {
-  atomicSerial += 1;
-  const tmp = join(dirname(path), `.${basename(path)}.tmp-${process.pid}-${atomicSerial}`);
-  writeFileSync(tmp, text, 'utf8');
-  renameSync(tmp, path);
+  writeFileAtomic(path, text, { durable: false, createParent: false });
 }
 
 export function removeFile(path: string): void {
@@ -139,29 +129,4 @@ export function shellQuote(text: string): string {
   if (text === '') return "''";
   if (!/[^\w@%+=:,./-]/.test(text)) return text;
   return `'${text.replace(/'/g, `'"'"'`)}'`;
-}
-
-/** Python's repr() of a plain string, as used in the invalid-name message. */
-export function pyRepr(text: string): string {
-  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
-  let out = '';
-  for (const ch of text) {
-    const code = ch.codePointAt(0) ?? 0;
-    if (ch === '\\') out += '\\\\';
-    else if (ch === quote) out += `\\${quote}`;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\r') out += '\\r';
-    else if (ch === '\t') out += '\\t';
-    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, '0')}`;
-    else out += ch;
-  }
-  return quote + out + quote;
-}
-
-/** Python's str.splitlines(): every line boundary it knows, no trailing empty line. */
-export function splitLines(text: string): string[] {
-  if (text === '') return [];
-  const lines = text.split(/\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/);
-  if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
-  return lines;
 }

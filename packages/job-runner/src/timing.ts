@@ -56,3 +56,17 @@ export function parseFloatStrict(text: string): number | undefined {
   if (/^[+-]?nan$/i.test(trimmed)) return Number.NaN;
   return undefined;
 }
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Poll until check() is false; false if it is still true after timeoutS seconds. */
+export async function waitWhile(check: () => boolean, timeoutS: number): Promise<boolean> {
+  const end = Date.now() + timeoutS * 1000;
+  while (check()) {
+    if (Date.now() >= end) return false;
+    await sleep(100);
+  }
+  return true;
+}

@@ -16,14 +16,14 @@ describe('two background jobs: steer one, kill the other', () => {
     // Both start together (one pi start-up of wait instead of two).
     const started = await Promise.all([
       w.job(['run', '--background', '--name', 'sleeper', '[[hang]] sleeper-marker']),
-      w.job(['run', '--background', '--name', 'talker', '[[slow]] talker-marker']),
+      w.job(['run', '--background', '--name', 'talker', '[[gate:talker]] [[slow]] talker-marker']),
     ]);
     expect(started.map((r) => r.code)).toEqual([0, 0]);
-    // The talker streams for ~4 s once asked: the steer and `list` go side by side at once, so
-    // both land in that window however slowly the commands start on a busy machine. The sleeper
-    // is not in a hurry.
+    // The talker's reply is held until the steer and `list` are done, so both land mid-run
+    // however slowly the commands start on a busy machine. The sleeper is not in a hurry.
     await modelAsked('talker-marker');
     const [steer, listed] = await Promise.all([w.job(['steer', 'talker', 'steered-pineapple']), w.job(['list', '--json'])]);
+    llm().openGate('talker');
     expect(steer).toMatchObject({ code: 0, stdout: 'job: talker\nsteer: queued\n' });
     const both = JSON.parse(listed.stdout) as { name: string; status: string }[];
     expect(both.map((j) => j.status)).toEqual(['running', 'running']);
@@ -56,7 +56,8 @@ describe('stopping a run', () => {
     // The timed-out run goes alongside (one pi start-up of wait instead of two). Its limit
     // counts from the runner's start, so however slowly pi starts, it ends as timeout.
     const timedRun = w.job(['run', '--name', 'to', '--timeout', '1', '[[slow]] timeout-marker']);
-    await w.job(['run', '--background', '--name', 'ab', '[[slow]] abort-marker']);
+    // Its reply is held and never let go, so the run cannot finish before the abort arrives.
+    await w.job(['run', '--background', '--name', 'ab', '[[gate:never]] [[slow]] abort-marker']);
     await modelAsked('abort-marker');
     const abort = await w.job(['abort', 'ab']);
     expect(abort).toMatchObject({ code: 0, stdout: 'job: ab\nabort: requested\n' });

@@ -71,10 +71,10 @@ describe('run in the foreground', () => {
 describe('run in the background', () => {
   it('returns at once; wait times out with exit 2, then reports the end', async () => {
     const w = fresh();
-    const start = await w.job(['run', '--background', '--name', 'bg', '--timeout', '120', '[[slow]] bg-marker']);
+    const start = await w.job(['run', '--background', '--name', 'bg', '--timeout', '120', '[[gate:bg]] [[slow]] bg-marker']);
     expect(start).toMatchObject({ code: 0, stdout: 'job: bg\nstatus: running\ntimeout_s: 120\n', stderr: '' });
-    // The reply streams for about 4 s once pi is up; the checks below run side by side, so a
-    // slow machine still makes them all while the job runs. The runner logs the start first.
+    // The reply is held until the checks below are done, so they all see the job running
+    // however slow the machine. The runner logs the start first.
     await until(() => w.read('bg', 'progress.log').includes('run 1 started'), 20_000, 'the run to start');
     const [status, statusText, listText, result, short, shortJson] = await Promise.all([
       w.job(['status', 'bg', '--json']),
@@ -92,6 +92,7 @@ describe('run in the background', () => {
     expect(short.stdout).toMatch(/^job: bg\nstatus: running\nwaited_s: 0\.3\nlast_progress: \d\d:\d\d:\d\d run 1 started \(background\)\n$/);
     expect(shortJson.code).toBe(2);
     expect(JSON.parse(shortJson.stdout)).toMatchObject({ name: 'bg', status: 'running', waited_s: 0 });
+    llm().openGate('bg');
     const waited = await w.job(['wait', 'bg', '--json']);
     expect(waited.code).toBe(0);
     expect(JSON.parse(waited.stdout)).toMatchObject({ name: 'bg', status: 'done', output: expect.stringMatching(/^SLOW-REPLY w1 w2/) });

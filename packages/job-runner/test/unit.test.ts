@@ -1,4 +1,8 @@
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
@@ -11,6 +15,8 @@ import {
   formatG,
   formatListTable,
   formatResultBlock,
+  LineSplitter,
+  listJobs,
   mergeProfiles,
   parseArgs,
   parseFrontmatter,
@@ -27,7 +33,9 @@ import {
   shellQuote,
   socketPath,
   splitItems,
+  toJobRecord,
   validateName,
+  type SkippedLine,
 } from '../src/index.js';
 import { parsePythonJson } from '../src/text.js';
 
@@ -248,8 +256,118 @@ describe('the runner', () => {
 describe('state files written by the original', () => {
   it("reads Python's Infinity, -Infinity and NaN (json.dumps writes them) but leaves strings alone", () => {
     const text = '{"timeout": Infinity, "low": -Infinity, "odd": NaN, "note": "Infinity, NaN", "esc": "a\\" NaN"}';
-    expect(parsePythonJson(text)).toEqual({ timeout: Infinity, low: -Infinity, odd: null, note: 'Infinity, NaN', esc: 'a" NaN' });
+    // NaN stays NaN, as in Python (a timeout of NaN sets no deadline in either program).
+    expect(parsePythonJson(text)).toEqual({ timeout: Infinity, low: -Infinity, odd: Number.NaN, note: 'Infinity, NaN', esc: 'a" NaN' });
     expect(parsePythonJson('{"a": 1}')).toEqual({ a: 1 });
     expect(parsePythonJson('{ not json')).toBeUndefined();
+  });
+});
+
+describe("reading pi's stdout", () => {
+  const split = (chunks: string[], max = 8): { lines: string[]; skipped: SkippedLine[] } => {
+    const lines: string[] = [];
+    const skipped: SkippedLine[] = [];
+    const splitter = new LineSplitter({ line: (l) => lines.push(l), skipped: (s) => skipped.push(s) }, max);
+    for (const chunk of chunks) splitter.push(Buffer.from(chunk));
+    splitter.end();
+    return { lines, skipped };
+  };
+  it('splits at LF only, across chunk borders, and keeps a last line without LF', () => {
+    expect(split(['ab', 'c\nd', '\u2028e\r\n\nf'])).toEqual({ lines: ['abc', 'd\u2028e\r', '', 'f'], skipped: [] });
+    expect(split(['a\n'])).toEqual({ lines: ['a'], skipped: [] });
+  });
+  it('drops a line longer than the bound as it streams, reports its size and head, and goes on', () => {
+    const { lines, skipped } = split(['{"type":"x",', '"long":1}', '23\nok\n12345678\n123456789'], 8);
+    expect(lines).toEqual(['ok', '12345678']);
+    expect(skipped).toEqual([
+      { bytes: 23, head: '{"type":"x",' },
+      { bytes: 9, head: '123456789' },
+    ]);
+  });
+  it('matches a whole-buffer split on random input', () => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit: fc.constantFrom('a', 'b', '\n') }), { maxLength: 20 }), (chunks) => {
+        const whole = chunks.join('');
+        const expected = whole.split('\n');
+        if (expected[expected.length - 1] === '') expected.pop();
+        const { lines, skipped } = split(chunks, 1 << 20);
+        expect(skipped).toEqual([]);
+        expect(lines).toEqual(expected);
+      }),
+    );
+  });
+  it('logs a skipped record and says where a skipped final reply is', () => {
+    const t = new RunTracker();
+    t.handleLine('{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"earlier"}]}}');
+    const update = t.handleSkipped({ bytes: 20 * 1024 * 1024, head: '{"type":"message_update","message":{"role":"assistant"' }, 16 * 1024 * 1024);
+    expect(update.progress).toEqual(['skipped an over-long pi record: message_update, 20 MiB (limit 16 MiB)']);
+    expect(t.lastText).toBe('earlier');
+    t.handleSkipped({ bytes: 17.5 * 1024 * 1024, head: '{"type":"message_end","message":{"role":"assistant","content"' }, 16 * 1024 * 1024);
+    expect(t.lastText).toContain("the agent's last message was 17.5 MiB, more than prun-job reads");
+    expect(t.handleSkipped({ bytes: 1, head: 'garbage' }, 16).progress[0]).toContain(': unknown, ');
+  });
+});
+
+describe('job.json and the job listing as data', () => {
+  it('keeps unknown keys and key order, and drops fields of the wrong type', () => {
+    const record = toJobRecord({ zeta: 1, name: 'a', depth: 'x', parent: null, pi_args: ['--x', 2], timeout: null, mode: 'background' });
+    expect(record).toEqual({ zeta: 1, name: 'a', parent: null, timeout: null, mode: 'background' });
+    expect(Object.keys(record ?? {})).toEqual(['zeta', 'name', 'parent', 'timeout', 'mode']);
+    expect(toJobRecord([1])).toBeUndefined();
+    expect(toJobRecord(null)).toBeUndefined();
+  });
+  it('listJobs returns the rows that list --json prints, oldest first, recent ones without --all', () => {
+    const root = mkdtempSync(join(tmpdir(), 'prun-job-u-'));
+    try {
+      const env = { XDG_STATE_HOME: join(root, 'state') };
+      const jobs = join(root, 'state', 'pi-multi-agent', projectSlug('/p'), 'jobs');
+      const make = (name: string, started: string, ended: string | undefined, job: object): void => {
+        mkdirSync(join(jobs, name), { recursive: true });
+        writeFileSync(join(jobs, name, 'job.json'), JSON.stringify(job));
+        writeFileSync(join(jobs, name, 'started_at'), started + '\n');
+        writeFileSync(join(jobs, name, 'status'), 'done\n');
+        if (ended) {
+          writeFileSync(join(jobs, name, 'ended_at'), ended + '\n');
+          writeFileSync(join(jobs, name, 'exit_code'), '0\n');
+        }
+      };
+      make('old', '2026-01-01T00:00:00Z', '2026-01-01T00:01:00Z', { mode: 'background', parent: '/x/jobs/boss' });
+      make('new', '2026-01-03T00:00:00Z', '2026-01-03T00:00:30Z', { mode: 'foreground' });
+      make('lost', '2026-01-02T00:00:00Z', undefined, { mode: 7 });
+      const nowS = Date.parse('2026-01-03T01:00:00Z') / 1000;
+      const rows = listJobs({ env, project: '/p', all: true, nowS });
+      expect(rows).toEqual([
+        { name: 'old', status: 'done', mode: 'background', parent: 'boss', age: '2d', started_at: '2026-01-01T00:00:00Z', ended_at: '2026-01-01T00:01:00Z' },
+        { name: 'lost', status: 'died', mode: '-', parent: '-', age: '1d', started_at: '2026-01-02T00:00:00Z', ended_at: null },
+        { name: 'new', status: 'done', mode: 'foreground', parent: '-', age: '59m', started_at: '2026-01-03T00:00:00Z', ended_at: '2026-01-03T00:00:30Z' },
+      ]);
+      expect(listJobs({ env, project: '/p', nowS }).map((r) => r.name)).toEqual(['new']);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+const python3 = spawnSync('python3', ['--version']).status === 0;
+
+describe('the invalid-name message', () => {
+  it.skipIf(!python3)("quotes the name as python3's repr() does, NEL, NBSP and ZWSP escaped (skipped without python3)", () => {
+    const names = ['a\u0085b', 'a\u00a0b', 'a\u200bb', 'a\u007fb', "it's", 'say "hi"', `both'"`, 'tab\there', 'é-ü', '-x', ''];
+    const reprs = JSON.parse(
+      spawnSync('python3', ['-c', 'import json, sys; print(json.dumps([repr(n) for n in json.load(sys.stdin)]))'], {
+        input: JSON.stringify(names),
+        encoding: 'utf8',
+      }).stdout,
+    ) as string[];
+    expect(reprs.slice(0, 3)).toEqual(["'a\\x85b'", "'a\\xa0b'", "'a\\u200bb'"]);
+    names.forEach((name, i) => {
+      let message = '';
+      try {
+        validateName(name);
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message.startsWith(`invalid job name: ${reprs[i]} (`)).toBe(true);
+    });
   });
 });

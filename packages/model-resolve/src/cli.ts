@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { CliError, EXIT_INTERNAL, commandMain, packageVersion } from '@prun/kit/cli';
 import { ArgvError, parseArgv, renderHelp } from '@prun/kit/spec';
 import { z } from 'zod';
 import {
@@ -16,17 +17,8 @@ import { DEFAULT_TIMEOUT_SECONDS, SPEC, TIMEOUT_ENV_VAR } from './spec.js';
 
 const BIN = SPEC.name;
 
-class CliError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number,
-  ) {
-    super(message);
-  }
-}
-
-const usage = (message: string) => new CliError(message, 2);
-const noListing = (message: string) => new CliError(message, 70);
+const usage = (message: string) => new CliError(message);
+const noListing = (message: string) => new CliError(message, { exitCode: EXIT_INTERNAL });
 
 const Options = z.object({
   template: z.string().refine((value) => value.trim() !== '', 'TEMPLATE must not be blank'),
@@ -55,11 +47,6 @@ function parseArgs(argv: readonly string[]): Parsed {
   });
   if (!checked.success) throw usage(checked.error.issues[0]?.message ?? 'invalid arguments');
   return { kind: 'resolve', options: checked.data };
-}
-
-function packageVersion(): string {
-  const raw: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-  return z.object({ version: z.string() }).parse(raw).version;
 }
 
 function preflightTimeoutSeconds(env: NodeJS.ProcessEnv): number {
@@ -111,36 +98,26 @@ async function runModels(env: NodeJS.ProcessEnv): Promise<string> {
   return String(result.stdout);
 }
 
-export async function main(argv: string[]): Promise<void> {
-  try {
-    const parsed = parseArgs(argv);
-    if (parsed.kind === 'help') {
-      process.stdout.write(renderHelp(SPEC));
-      return;
-    }
-    if (parsed.kind === 'version') {
-      process.stdout.write(packageVersion() + '\n');
-      return;
-    }
-    const { template, listing: listingSource, json } = parsed.options;
-    const explicitEffort = process.env[EFFORT_ENV_VAR];
-    if (json && explicitEffort !== undefined && pyStrip(explicitEffort) === '') {
-      throw usage(`${EFFORT_ENV_VAR} must not be blank`);
-    }
-    const text = listingSource === null ? await runModels(process.env) : readListingFile(listingSource);
-    const resolved = newestInFamily(template, parseListing(text));
-    process.stdout.write(
-      json
-        ? JSON.stringify({ template, resolved, pool: modelPool(resolved), effort: effortFor(resolved, process.env) }) + '\n'
-        : resolved + '\n',
-    );
-  } catch (error) {
-    if (error instanceof CliError) {
-      process.stderr.write(`${BIN}: ${error.message}\n`);
-      process.exitCode = error.exitCode;
-    } else {
-      process.stderr.write(`${BIN}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
-      process.exitCode = 70;
-    }
+export const main = commandMain(BIN, async (argv: string[]): Promise<number | void> => {
+  const parsed = parseArgs(argv);
+  if (parsed.kind === 'help') {
+    process.stdout.write(renderHelp(SPEC));
+    return;
   }
-}
+  if (parsed.kind === 'version') {
+    process.stdout.write(packageVersion(new URL('../package.json', import.meta.url)) + '\n');
+    return;
+  }
+  const { template, listing: listingSource, json } = parsed.options;
+  const explicitEffort = process.env[EFFORT_ENV_VAR];
+  if (json && explicitEffort !== undefined && pyStrip(explicitEffort) === '') {
+    throw usage(`${EFFORT_ENV_VAR} must not be blank`);
+  }
+  const text = listingSource === null ? await runModels(process.env) : readListingFile(listingSource);
+  const resolved = newestInFamily(template, parseListing(text));
+  process.stdout.write(
+    json
+      ? JSON.stringify({ template, resolved, pool: modelPool(resolved), effort: effortFor(resolved, process.env) }) + '\n'
+      : resolved + '\n',
+  );
+});

@@ -5,9 +5,10 @@
  * Everything here is a pure function over plain data except `locateAgy`, which reads the
  * file system.
  */
-import { accessSync, constants as fsConstants, readFileSync, realpathSync, statSync } from 'node:fs';
-import { userInfo } from 'node:os';
-import { delimiter, resolve as resolvePath } from 'node:path';
+import { realpathSync, statSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
+import { which } from '@prun/kit/fs';
+import { expandUser, pySplit, pyStrip, splitLines } from '@prun/kit/py';
 
 export const DEFAULT_MODEL = 'gemini-3.8-flash-high';
 export const SECOND_MODEL = 'claude-sonnet-5-5-high';
@@ -24,31 +25,7 @@ export const DEFAULT_BIN = 'agy';
 
 export type ModelPool = 'gemini' | 'second';
 
-// Python's str.isspace set: str.strip and str.split() use it; JS trim/\s differ (\x1c-\x1f,
-// \x85 are Python whitespace, U+FEFF is not), and the listing and env values must parse alike.
-const PY_WHITESPACE = new Set(
-  [
-    0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x85, 0xa0, 0x1680, 0x2000, 0x2001,
-    0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f,
-    0x205f, 0x3000,
-  ].map((code) => String.fromCharCode(code)),
-);
-
-function isPyWhitespace(char: string | undefined): boolean {
-  return char !== undefined && PY_WHITESPACE.has(char);
-}
-
-/** Python `str.strip()` with no argument. */
-export function pyStrip(value: string): string {
-  let start = 0;
-  let end = value.length;
-  while (start < end && isPyWhitespace(value[start])) start += 1;
-  while (end > start && isPyWhitespace(value[end - 1])) end -= 1;
-  return value.slice(start, end);
-}
-
-// Python str.splitlines() boundaries.
-const LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
+export { pyStrip };
 
 /**
  * §8.1 step 5: the first whitespace-separated token of every non-blank stdout line, in
@@ -56,13 +33,9 @@ const LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
  */
 export function parseListing(text: string): string[] {
   const slugs: string[] = [];
-  for (const line of text.split(LINE_BREAK)) {
-    let start = 0;
-    while (start < line.length && isPyWhitespace(line[start])) start += 1;
-    if (start === line.length) continue;
-    let end = start;
-    while (end < line.length && !isPyWhitespace(line[end])) end += 1;
-    slugs.push(line.slice(start, end));
+  for (const line of splitLines(text)) {
+    const first = pySplit(line)[0];
+    if (first !== undefined) slugs.push(first);
   }
   return slugs;
 }
@@ -320,41 +293,7 @@ function escapeCodePoint(code: number): string {
 
 // --- locating the agy binary (§4.1, POSIX) ------------------------------------------------------
 
-/** The home directory of a named user from /etc/passwd, or null. */
-function homeOfUser(user: string): string | null {
-  try {
-    for (const line of readFileSync('/etc/passwd', 'utf8').split('\n')) {
-      const fields = line.split(':');
-      if (fields[0] === user && fields.length >= 7) return fields[5] ?? null;
-    }
-  } catch {
-    // No passwd database: Python leaves the path unchanged too.
-  }
-  return null;
-}
-
-/** Python `os.path.expanduser` (POSIX): `~` and `~user` at the start. */
-export function expandUser(path: string, env: Readonly<Record<string, string | undefined>>): string {
-  if (!path.startsWith('~')) return path;
-  const slash = path.indexOf('/', 1);
-  const end = slash === -1 ? path.length : slash;
-  const user = path.slice(1, end);
-  let home: string | null;
-  if (user === '') home = env.HOME ?? safeHomeOfCurrentUser();
-  else home = homeOfUser(user);
-  if (home === null) return path;
-  let homeEnd = home.length;
-  while (homeEnd > 0 && home[homeEnd - 1] === '/') homeEnd -= 1;
-  return home.slice(0, homeEnd) + path.slice(end) || '/';
-}
-
-function safeHomeOfCurrentUser(): string | null {
-  try {
-    return userInfo().homedir;
-  } catch {
-    return null;
-  }
-}
+export { expandUser };
 
 function isWordChar(char: string | undefined): boolean {
   return char !== undefined && /^[A-Za-z0-9_]$/.test(char);
@@ -408,35 +347,12 @@ function isRegularFile(path: string): boolean {
   }
 }
 
-function isExecutableFile(path: string): boolean {
-  if (!isRegularFile(path)) return false;
-  try {
-    accessSync(path, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function realpathOrNull(path: string): string | null {
   try {
     return realpathSync(path);
   } catch {
     return null;
   }
-}
-
-/** `shutil.which` on POSIX: the first executable regular file named `name` on PATH. */
-function whichOnPath(name: string, env: Readonly<Record<string, string | undefined>>, cwd: string): string | null {
-  // shutil.which falls back to CS_PATH when PATH is unset and finds nothing with an empty PATH;
-  // an empty entry inside PATH means the cwd.
-  const searchPath = env.PATH ?? '/bin:/usr/bin';
-  if (searchPath === '') return null;
-  for (const dir of searchPath.split(delimiter)) {
-    const candidate = resolvePath(cwd, dir === '' ? '.' : dir, name);
-    if (isExecutableFile(candidate)) return candidate;
-  }
-  return null;
 }
 
 /**
@@ -452,6 +368,5 @@ export function locateAgy(env: Readonly<Record<string, string | undefined>>, cwd
     const path = resolvePath(cwd, value);
     return isRegularFile(path) ? realpathOrNull(path) : null;
   }
-  const found = whichOnPath(value, env, cwd);
-  return found === null ? null : realpathOrNull(found);
+  return which(value, { env, cwd, realpath: true });
 }

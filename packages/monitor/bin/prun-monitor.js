@@ -1,6 +1,4 @@
 #!/usr/bin/env node
-// Thin shim: everything lives in the built library so the bin starts fast and stays testable.
-import module from 'node:module';
-module.enableCompileCache?.();
-const { main } = await import('../dist/monitor-cli.js');
-await main(process.argv.slice(2));
+// Thin shim: runBin answers --version, guards the streams and catches once; the command loads lazily.
+import { runBin } from '@prun/kit/cli';
+await runBin({ name: 'prun-monitor', manifest: new URL('../package.json', import.meta.url), load: () => import('../dist/monitor-cli.js') });

@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { CliError, EXIT_INTERNAL, formatInternalError, packageVersion, usageError } from '@prun/kit/cli';
 import { ArgvError, parseArgv, renderHelp, type BinSpec } from '@prun/kit/spec';
 import { BoundedLineSplitter, MAX_OPERAND_LINE_BYTES, classifyOperandLine, printable } from './operands.js';
 import { MAX_ENTRY_BYTES } from '@prun/unit-state';
 import type { WatchLoop } from './loop.js';
 import type { UnusableStateFile } from './observe.js';
-import { UsageError } from './settings.js';
 import { MONITOR_SPEC } from './spec.js';
 
 export interface ParsedArgs {
@@ -26,24 +25,18 @@ export function parseArgs(argv: readonly string[], spec: BinSpec = MONITOR_SPEC)
   try {
     result = parseArgv(spec, argv);
   } catch (error) {
-    throw error instanceof ArgvError ? new UsageError(printable(error.message)) : error;
+    throw error instanceof ArgvError ? usageError(printable(error.message)) : error;
   }
   const parsed: ParsedArgs = { json: false, help: result.kind === 'help', version: result.kind === 'version', stdin: false, operands: [] };
   if (result.kind !== 'run') return parsed;
   parsed.json = result.options['json'] === true;
   parsed.operands = result.positionals;
   if (parsed.operands.includes('-')) {
-    if (parsed.operands.length !== 1) throw new UsageError('`-` (operands from stdin) must be the only operand');
+    if (parsed.operands.length !== 1) throw usageError('`-` (operands from stdin) must be the only operand');
     parsed.stdin = true;
     parsed.operands = [];
   }
   return parsed;
-}
-
-export function packageVersion(): string {
-  const text = readFileSync(new URL('../package.json', import.meta.url), 'utf8');
-  const version = (JSON.parse(text) as { version?: unknown }).version;
-  return typeof version === 'string' ? version : '0.0.0';
 }
 
 // Agent-caller and colour detection live in @prun/kit/cli; re-exported for monitor's users.
@@ -144,15 +137,9 @@ export class LiveView {
   }
 }
 
-/** Print a line on stdout; a reader that went away (EPIPE) is not our error. */
+/** Print a line on stdout (a reader that went away is runBin's business: EPIPE is ignored there). */
 export function writeLine(line: string): void {
   process.stdout.write(`${line}\n`);
-}
-
-export function guardStdout(): void {
-  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE') throw error;
-  });
 }
 
 /** What a watch bin (monitor or gather) plugs into `runWatchCli`. */
@@ -162,7 +149,7 @@ export interface WatchCli<Settings, Run extends WatchLoop> {
   usageFailure: (json: boolean, message: string, showUsage: boolean) => void;
   /** What is missing when no operand was given, e.g. `<state-dir>`. */
   operandName: string;
-  /** Read the settings from the environment (throws UsageError). */
+  /** Read the settings from the environment (throws CliError). */
   settings: () => Settings;
   create: (args: ParsedArgs, settings: Settings) => Run;
   add: (run: Run, operand: string, fromStateDirLine: boolean) => void;
@@ -172,13 +159,12 @@ export interface WatchCli<Settings, Run extends WatchLoop> {
 
 /**
  * The shared shape of both bins: options, help and version, operands from argv or stdin, the
- * watch, the exit code; a UsageError is one line and exit 2, anything else one line and 70.
+ * watch, the exit code; a CliError is one line and exit 2, anything else one line and 70.
  */
 export async function runWatchCli<Settings, Run extends WatchLoop>(
   argv: readonly string[],
   cli: WatchCli<Settings, Run>,
 ): Promise<void> {
-  guardStdout();
   const end = argv.indexOf('--');
   const json = (end === -1 ? argv : argv.slice(0, end)).includes('--json');
   const usageFailure = (message: string, showUsage: boolean): void => {
@@ -192,7 +178,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
       return;
     }
     if (args.version) {
-      writeLine(packageVersion());
+      writeLine(packageVersion(new URL('../package.json', import.meta.url)));
       return;
     }
     const settings = cli.settings();
@@ -229,11 +215,12 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
     cli.finish?.();
     if (process.exitCode === undefined) process.exitCode = code;
   } catch (error) {
-    if (error instanceof UsageError) {
+    if (error instanceof CliError) {
       usageFailure(error.message, false);
       return;
     }
-    process.stderr.write(`${cli.spec.name}: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 70;
+    // One line (the stack only under PRUN_DEBUG), exit 70, as every prun bin.
+    process.stderr.write(formatInternalError(cli.spec.name, error));
+    process.exitCode = EXIT_INTERNAL;
   }
 }

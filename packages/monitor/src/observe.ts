@@ -1,4 +1,5 @@
-import { closeSync, fstatSync, openSync, readSync, statSync, constants } from 'node:fs';
+import { statSync } from 'node:fs';
+import { readHead } from '@prun/kit/fs';
 import { join, resolve } from 'node:path';
 import {
   STATE_FILES,
@@ -28,30 +29,14 @@ export function statRegularFile(path: string): FileFacts | null {
   }
 }
 
-// One buffer for every first-line read: a pass over many units allocates nothing per read.
-const firstLineBuffer = Buffer.allocUnsafe(FIRST_LINE_BYTES);
-
 /**
- * The first line of a result, read without blocking: opened non-blocking and checked to be a
- * regular file after the open (a FIFO swapped in after the stat is never waited on), at most
- * FIRST_LINE_BYTES read. Empty when it cannot be read.
+ * The first line of a result, through @prun/kit/fs's bounded reader: opened non-blocking and
+ * checked to be a regular file after the open (a FIFO swapped in after the stat is never
+ * waited on), at most FIRST_LINE_BYTES read. Empty when it cannot be read.
  */
 function readFirstLine(path: string): string {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch {
-    return '';
-  }
-  try {
-    if (!fstatSync(fd).isFile()) return '';
-    const n = readSync(fd, firstLineBuffer, 0, firstLineBuffer.length, 0);
-    return firstLine(firstLineBuffer.toString('utf8', 0, n));
-  } catch {
-    return '';
-  } finally {
-    closeSync(fd);
-  }
+  const head = readHead(path, { maxBytes: FIRST_LINE_BYTES });
+  return head.ok ? firstLine(head.text) : '';
 }
 
 /** A state file that exists but cannot be used (a FIFO, a device, a directory, too large, unreadable). */

@@ -1,12 +1,11 @@
+import { CliError, usageError } from '@prun/kit/cli';
 import { z } from 'zod';
 
-/** A bad command line or environment value: one message line, exit 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+/**
+ * A bad command line or environment value (one message line, exit 2) is @prun/kit's CliError;
+ * `UsageError` stays exported under its old name for the packages that catch it.
+ */
+export { CliError as UsageError };
 
 // Unset or empty means the default (as the shell originals did); anything else must be plain digits.
 const SecondsSchema = z
@@ -21,7 +20,7 @@ export function readSecondsSetting(env: NodeJS.ProcessEnv, name: string, fallbac
   if (raw === undefined || raw === '') return fallback;
   const parsed = SecondsSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new UsageError(`${name} must be a non-negative integer number of seconds, got ${JSON.stringify(raw)}`);
+    throw usageError(`${name} must be a non-negative integer number of seconds, got ${JSON.stringify(raw)}`);
   }
   return parsed.data;
 }

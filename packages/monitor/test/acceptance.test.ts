@@ -3,10 +3,10 @@
 // of the failing result becoming stable, although the hung dispatcher keeps the pipe open.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { STATE_FILES, fallbackHeader, formatStateDirLine, publishAtomic, renderFallback, resultHeader } from '@prun/unit-state';
-import { cleanEnv, monitorBin, repoRoot, start, tempDirs, untilWatching } from './helpers.js';
+import { cleanEnv, monitorBin, monitorEnv, repoRoot, run, start, tempDirs, until, untilWatching } from './helpers.js';
 
 const { base } = tempDirs(afterAll);
 
@@ -87,6 +87,34 @@ describe('acceptance: fail wakes the monitor while a unit hangs', () => {
       }
       await new Promise((resolve) => pipeline.once('close', resolve));
     }
+  });
+
+  it.skipIf(!dispatcherReady)('a SIGKILLed dispatcher: its unit is failed(dispatch-dead), not stalled', async () => {
+    const dir = base();
+    writeFileSync(join(dir, 'prompt.txt'), 'Audit section 3\n');
+    const callLog = join(dir, 'calls.jsonl');
+    const env = cleanEnv({
+      HOME: dir,
+      TMPDIR: dir,
+      ANTIGRAVITY_BIN: fakeAgy,
+      AGY_QUOTA_CACHE: join(dir, 'no-quota-snapshot.json'),
+      PRUN_AGY_QUOTA_GATE: 'off',
+      ANTIGRAVITY_PREFLIGHT: 'off',
+      FAKE_AGY_HANG: '1',
+      FAKE_AGY_CALL_LOG: callLog,
+    });
+    const dispatcher = start(dispatcherBin, ['--prompt-file', 'prompt.txt', '--result-file', join(dir, 'killed.md'), '--unit-id', 'killed'], env, {
+      cwd: dir,
+    });
+    const stateDir = (await dispatcher.lineStartingWith('STATE-DIR ')).slice('STATE-DIR '.length);
+    // The worker is running (it logs its start first thing), then the dispatcher dies hard.
+    await until(() => existsSync(callLog) && readFileSync(callLog, 'utf8').includes('\n'));
+    dispatcher.child.kill('SIGKILL');
+    await dispatcher.result;
+    const r = await run(monitorBin, [stateDir], monitorEnv({ PRUN_MONITOR_POLL: '0' }));
+    expect(r.code).toBe(3);
+    expect(r.stdout).toBe(`MONITOR-START units=1 stall-threshold=1s timeout=8s\nMONITOR-EVENT fail\nUNIT ${basename(stateDir)} failed(dispatch-dead)\n`);
+    expect(existsSync(join(dir, 'killed.md'))).toBe(false);
   });
 
   it('with state written by unit-state (the same scenario without the dispatcher)', async () => {

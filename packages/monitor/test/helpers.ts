@@ -204,12 +204,17 @@ export function inotifyWatchedInodes(pid: number): Set<number> {
   return inodes;
 }
 
-/** Resolves once `pid` watches `dir` through inotify (checked every 10 ms, for at most `timeoutMs`). */
-export async function untilWatching(pid: number, dir: string, timeoutMs = 20_000): Promise<void> {
-  const inode = statSync(dir).ino;
-  const until = Date.now() + timeoutMs;
-  while (!inotifyWatchedInodes(pid).has(inode)) {
-    if (Date.now() > until) throw new Error(`process ${pid} never watched ${dir}`);
+/** Resolves once `condition()` holds (checked every 10 ms, for at most `timeoutMs`). */
+export async function until(condition: () => boolean, timeoutMs = 20_000, what = 'the condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`${what} never held`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/** Resolves once `pid` watches `dir` through inotify. */
+export async function untilWatching(pid: number, dir: string, timeoutMs = 20_000): Promise<void> {
+  const inode = statSync(dir).ino;
+  await until(() => inotifyWatchedInodes(pid).has(inode), timeoutMs, `process ${pid} watching ${dir}`);
 }

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { constants as osConstants } from 'node:os';
+import { signalExitCode } from '@prun/kit/cli';
 import { classifyUnit, initialMemory, observeUnit, probeDispatch, type UnitMemory } from '@prun/monitor';
 import { publishAtomic, renderFallback, resultShapeLines } from '@prun/unit-state';
 import { throwawayClone, CloneError } from './clone.js';
@@ -397,7 +397,7 @@ export class BatchRun {
     this.settings.progress(`started ${id}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
     child.on('exit', (code, signal) => {
       this.live.delete(id);
-      this.settle(id, code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0));
+      this.settle(id, code ?? (signal ? signalExitCode(signal) : 128));
     });
   }
 
@@ -497,7 +497,7 @@ export class BatchRun {
       exitCode = EXIT.quota;
       stoppedBy = 'quota';
     } else if (this.stopping !== null) {
-      exitCode = 128 + (osConstants.signals[this.stopping] ?? 0);
+      exitCode = signalExitCode(this.stopping);
       stoppedBy = this.stopping;
     }
     return { dir: this.paths.dir, exitCode, stoppedBy, units: this.report() };

@@ -2,14 +2,17 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { closeDebuggerDoor, STOP_SIGNALS } from '@prun/kit/cli';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting, UsageError as SettingError } from '@prun/monitor';
+import { renderHelp } from '@prun/kit/spec';
 import { z } from 'zod';
 import { BatchRun, batchPaths, type BatchOutcome } from './batch.js';
 import { BatchError, EXIT } from './errors.js';
 import { createBatch, openBatch } from './open.js';
 import { CloneError, throwawayClone } from './clone.js';
-import { OWN_COMMANDS, TOOL_COMMANDS } from './commands.js';
+import { TOOL_COMMANDS } from './commands.js';
 import { completionScript, SHELLS, type Shell } from './completion.js';
+import { fullSpec, OWN_SPEC } from './spec.js';
 import { PlanError } from './plan.js';
 import { batchStatus, renderStatus, renderTable } from './status.js';
 
@@ -20,37 +23,38 @@ const PATH_ERRORS = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR', 'E
 
 class UsageError extends Error {}
 
-const EXIT_CODES = `Exit codes of prun's own commands:
-  0     batch: every unit done; status, clone, completion: success
-  1-100 batch: the number of failed and invalid units (capped at 100); clone: git failed
-  2     usage error, bad plan or setting (the message names the field, setting or path), a
-        directory that cannot be used or is not a batch; nothing was created or run
-  70    internal error
-  75    batch stopped on a quota refusal (--no-quota-wait); resume it later
-  101   batch: another prun process is driving this batch directory (its pid is named)
-  102   batch: the ledger is damaged (a bad line before the last, or missing or empty beside
-        results or logs); nothing was changed
-  128+n batch interrupted by signal n (130 SIGINT, 143 SIGTERM, 129 SIGHUP): running units
-        stopped and recorded interrupted; prun batch --resume DIR finishes the batch
-The other commands exit exactly as their bins do: see prun <command> --help.`;
+/** The help of prun itself: every command, the fronted bins' summaries from their own declarations. */
+async function help(): Promise<string> {
+  return renderHelp(await fullSpec());
+}
 
-function help(): string {
-  const width = 15;
-  const own = OWN_COMMANDS.map((c) => `  ${c.name.padEnd(width)}${c.summary}`);
-  const tools = TOOL_COMMANDS.map((c) => `  ${c.name.padEnd(width)}${c.summary} (= ${c.bin})`);
-  return `Usage: prun <command> [args...]
+/** `-h`/`--help` or `--version` among a command's words, before any `--`. */
+function asked(words: readonly string[], flags: readonly string[]): boolean {
+  const end = words.indexOf('--');
+  return (end === -1 ? words : words.slice(0, end)).some((word) => flags.includes(word));
+}
 
-Fan a coding task out to many unattended agent units and bring the results back safely.
-
-Commands:
-${own.join('\n')}
-${tools.join('\n')}
-
-Usage of prun's own commands:
-${OWN_COMMANDS.map((c) => `  prun ${c.usage}`).join('\n')}
-
-${EXIT_CODES}
-`;
+/** `prun help [COMMAND [SUBCOMMAND...]]`: the help `prun COMMAND ... --help` would print. */
+async function runHelp(words: string[]): Promise<number> {
+  const [command, ...sub] = words;
+  if (command === '-h' || command === '--help') {
+    process.stdout.write(renderHelp(OWN_SPEC, ['help']));
+    return 0;
+  }
+  if (command === undefined) {
+    process.stdout.write(await help());
+    return 0;
+  }
+  const tool = TOOL_COMMANDS.find((candidate) => candidate.name === command);
+  if (tool) {
+    await (await tool.load()).main([...sub, '--help']);
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  }
+  if (OWN_SPEC.commands?.some((own) => own.name === command)) {
+    process.stdout.write(renderHelp(OWN_SPEC, [command]));
+    return 0;
+  }
+  throw new UsageError(`unknown command: ${command} (see prun --help)`);
 }
 
 function version(): string {
@@ -123,14 +127,12 @@ function countStatuses(outcome: BatchOutcome): Record<string, number> {
 
 async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const args = parseBatchArgs(argv);
-  if (args.help) {
-    process.stdout.write(`Usage: prun ${OWN_COMMANDS[0].usage}\n\n${EXIT_CODES}\n`);
-    return 0;
-  }
   // The monitor's own setting, read by its own rules, so both tools agree on what a stall is.
   const [stallName, stallDefault] = MONITOR_ENV.stallThresholdS;
   const stallSeconds = readSecondsSetting(env, stallName, stallDefault);
   const showProgress = process.stderr.isTTY === true && !isAgentCaller(env);
+  // A long-lived driver: SIGUSR1 must not open an inspector on it.
+  closeDebuggerDoor();
   const cwd = process.cwd();
   // Everything is checked, and the driver lock taken, before the first worker starts; the lock's
   // descriptor stays open for the life of this process.
@@ -153,7 +155,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
     message: (line) => process.stderr.write(`${NAME}: ${line}\n`),
   });
   run.reconcile(args.retryFailed !== undefined);
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const signals = STOP_SIGNALS;
   const onSignal = (signal: NodeJS.Signals): void => run.interrupt(signal);
   for (const signal of signals) process.on(signal, onSignal);
   try {
@@ -173,10 +175,6 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
 
 function runStatus(argv: string[]): number {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' }, help: { type: 'boolean' } } });
-  if (values.help) {
-    process.stdout.write('Usage: prun status DIR [--json]\n');
-    return 0;
-  }
   if (positionals.length !== 1) throw new UsageError('status takes one batch directory');
   const dir = resolve(positionals[0]!);
   const status = batchStatus(dir);
@@ -191,28 +189,28 @@ function runStatus(argv: string[]): number {
 
 function runClone(argv: string[]): number {
   const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean' } } });
-  if (values.help) {
-    process.stdout.write('Usage: prun clone REPO DIR\n\nPrints the absolute path of the new clone. Exit 0 ok, 1 git failed, 2 usage or DIR exists.\n');
-    return 0;
-  }
   if (positionals.length !== 2) throw new UsageError('clone takes REPO and DIR');
   process.stdout.write(`${throwawayClone(positionals[0]!, positionals[1]!)}\n`);
   return 0;
 }
 
-function runCompletion(argv: string[]): number {
+async function runCompletion(argv: string[]): Promise<number> {
   const shell = argv[0];
   if (argv.length !== 1 || !SHELLS.includes(shell as Shell)) throw new UsageError(`completion takes one of ${SHELLS.join(', ')}`);
-  process.stdout.write(completionScript(shell as Shell));
+  process.stdout.write(await completionScript(shell as Shell));
   return 0;
 }
 
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const [command, ...rest] = argv;
   try {
-    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-      process.stdout.write(help());
+    if (command === undefined || command === '--help' || command === '-h') {
+      process.stdout.write(await help());
       process.exitCode = command === undefined ? 2 : 0;
+      return;
+    }
+    if (command === 'help') {
+      process.exitCode = await runHelp(rest);
       return;
     }
     if (command === '--version') {
@@ -225,6 +223,17 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       await toolMain(rest);
       return;
     }
+    // Every command of prun's own answers -h/--help and --version, whatever else is on the line.
+    if (OWN_SPEC.commands?.some((own) => own.name === command)) {
+      if (asked(rest, ['-h', '--help'])) {
+        process.stdout.write(renderHelp(OWN_SPEC, [command]));
+        return;
+      }
+      if (asked(rest, ['--version'])) {
+        process.stdout.write(`${version()}\n`);
+        return;
+      }
+    }
     switch (command) {
       case 'batch':
         process.exitCode = await runBatch(rest, env);
@@ -236,7 +245,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         process.exitCode = runClone(rest);
         return;
       case 'completion':
-        process.exitCode = runCompletion(rest);
+        process.exitCode = await runCompletion(rest);
         return;
       default:
         throw new UsageError(`unknown command: ${command} (see prun --help)`);

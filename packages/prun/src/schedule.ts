@@ -1,3 +1,4 @@
+import { earliestBlockReset } from '@prun/quota';
 import type { UnitStatus } from './ledger.js';
 import { isFailedStatus } from './outcome.js';
 
@@ -75,21 +76,12 @@ export function batchExitCode(failed: number): number {
   return Math.min(failed, 100);
 }
 
-const RESET_PATTERN = /resets (\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)/gi;
-
 /**
- * When a quota refusal says the quota comes back: the earliest future reset time named in the
- * block text (`... (resets 2026-09-11T15:34:00Z).`), or null when it names none (`resets later`).
+ * When a quota refusal says the quota comes back: the earliest reset time the block text names
+ * (`... (resets 2026-09-11T15:34:00Z).`, read by the quota package), never before now; null
+ * when it names none (`resets later`).
  */
 export function quotaRetryTime(blockText: string, now: number): number | null {
-  let earliest: number | null = null;
-  for (const match of blockText.matchAll(RESET_PATTERN)) {
-    let stamp = match[1]!;
-    if (!/(Z|[+-]\d{2}:?\d{2})$/i.test(stamp)) stamp += 'Z';
-    const at = Date.parse(stamp);
-    if (Number.isNaN(at)) continue;
-    if (earliest === null || at < earliest) earliest = at;
-  }
-  if (earliest === null) return null;
-  return Math.max(earliest, now);
+  const earliest = earliestBlockReset(blockText);
+  return earliest === null ? null : Math.max(earliest, now);
 }

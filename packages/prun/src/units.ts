@@ -2,6 +2,10 @@ import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } fr
 import { resultFileOfArgv } from './dispatcher.js';
 import { STATE_DIR_LINE_PREFIX, STATE_FILES, isProcessAlive, parseResultSummary, readStateEntry, type ResultSummary } from '@prun/unit-state';
 
+// The FALLBACK reason and quota-block readers live with the texts' writers.
+export { fallbackReason } from '@prun/unit-state';
+export { isQuotaBlock } from '@prun/quota';
+
 /** The head of a result file (enough for its header and contract lines), or null if absent/empty. */
 export function readResultHead(path: string, bytes = 8192): ResultSummary | 'unparsed' | null {
   let fd: number;
@@ -19,17 +23,6 @@ export function readResultHead(path: string, bytes = 8192): ResultSummary | 'unp
   } finally {
     closeSync(fd);
   }
-}
-
-/** The reason a FALLBACK gives, from its `Conclusion: INCOMPLETE; <reason>` line. */
-export function fallbackReason(summary: ResultSummary): string {
-  const conclusion = summary.conclusion ?? '';
-  return conclusion.startsWith('INCOMPLETE; ') ? conclusion.slice('INCOMPLETE; '.length) : conclusion;
-}
-
-/** Whether a dispatcher's refusal reason is a quota block (its exit code was 75). */
-export function isQuotaBlock(reason: string): boolean {
-  return /Agy (Gemini )?quota group(s)? (is|are) exhausted|both Agy quota groups are exhausted/.test(reason);
 }
 
 /** The last `STATE-DIR <path>` line a dispatcher printed into its captured stdout. */

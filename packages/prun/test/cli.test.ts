@@ -111,7 +111,7 @@ describe('prun completion', () => {
       const out = await prun(['completion', shell], { env: box.env });
       expect(out.exitCode).toBe(0);
       for (const tool of TOOL_COMMANDS) expect(String(out.stdout)).toContain(tool.name);
-      expect(String(out.stdout)).toContain('prun job list --all');
+      expect(String(out.stdout)).toContain('prun job __names');
     }
     const bad = await prun(['completion', 'tcsh'], { env: box.env });
     expect(bad.exitCode).toBe(2);

@@ -146,3 +146,36 @@ describe('unit outcome (one rule for the live and the restart path)', () => {
     expect(unitOutcome(end({ exitCode: 143, stopSignal: 'SIGTERM' })).status).toBe('interrupted');
   });
 });
+
+describe('dispatcher identity', () => {
+  it('names one process by pid, start time and --result-file, so a reused pid or another unit is never taken for it', async () => {
+    const { spawn } = await import('node:child_process');
+    const { isDispatcherFor, findDispatcherFor, processStartTime } = await import('../src/units.js');
+    const dir = mkdtempSync(join(tmpdir(), 'prun-identity-'));
+    dirs.push(dir);
+    const script = join(dir, 'stand-in.mjs');
+    writeFileSync(script, 'setTimeout(() => {}, 60_000);\n');
+    const result = join(dir, 'results', 'w1.md');
+    // The dispatcher's own spelling (`--opt=value`) and the older two-token one are both read.
+    const child = spawn(process.execPath, [script, `--prompt-file=${join(dir, 'p.md')}`, `--result-file=${result}`, '--unit-id=w1'], { stdio: 'ignore' });
+    const old = spawn(process.execPath, [script, '--prompt-file', join(dir, 'p.md'), '--result-file', `${result}.old`, '--unit-id', 'w1'], { stdio: 'ignore' });
+    const spawned = Promise.all([child, old].map((p) => new Promise((resolveSpawn) => p.once('spawn', resolveSpawn))));
+    try {
+      await spawned;
+      const start = processStartTime(child.pid!);
+      expect(start).toMatch(/^\d+$/);
+      expect(isDispatcherFor(child.pid!, result, start)).toBe(true);
+      expect(isDispatcherFor(child.pid!, result, null)).toBe(true);
+      // Same pid, another start time: a reused pid.
+      expect(isDispatcherFor(child.pid!, result, String(Number(start) + 1))).toBe(false);
+      // Another unit's result path.
+      expect(isDispatcherFor(child.pid!, join(dir, 'results', 'w2.md'), start)).toBe(false);
+      expect(isDispatcherFor(process.pid, result, null)).toBe(false);
+      expect(findDispatcherFor(result)).toEqual({ pid: child.pid, start });
+      expect(findDispatcherFor(`${result}.old`)?.pid).toBe(old.pid);
+    } finally {
+      child.kill('SIGKILL');
+      old.kill('SIGKILL');
+    }
+  });
+});

@@ -42,9 +42,9 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
   it('kill -9 mid-batch, then --resume with a relative DIR finishes every unit with each worker started once; status works from anywhere', async () => {
     const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
     const { box, work } = scratch([
-      unit('a', {}, '[[agy DELAY_MS=900]]'),
-      unit('b', {}, '[[agy DELAY_MS=900]]'),
-      unit('c', {}, '[[agy DELAY_MS=900]]'),
+      unit('a', {}, '[[agy DELAY_MS=300]]'),
+      unit('b', {}, '[[agy DELAY_MS=4000]]'),
+      unit('c', {}, '[[agy DELAY_MS=2500]]'),
       unit('d', { depends_on: ['a'] }, '[[agy DELAY_MS=300]]'),
       unit('e', { depends_on: ['b', 'c'] }),
       unit('f', { depends_on: ['d', 'e'] }),
@@ -75,6 +75,9 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     expect(latestStatus(dir)).toEqual(Object.fromEntries(ids.map((id) => [id, 'done'])));
     expect(callsPerUnit(box.logDir)).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
     for (const id of ids) expect(readFileSync(join(dir, 'results', `${id}.md`), 'utf8')).toMatch(new RegExp(`^# ${id} result\\n`));
+    // The units in flight at the kill were adopted (their dispatchers were alive), not re-run.
+    expect(ledger(dir).some((l) => (l.note ?? '').startsWith('adopted a dispatch still running'))).toBe(true);
+    expect(ledger(dir).some((l) => l.status === 'failed')).toBe(false);
   }, 90_000);
 
   it('refuses a second driver at once with one line naming the holder (exit 101) while prun status still works', async () => {
@@ -96,6 +99,9 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     }
     expect(status.exitCode).toBe(0);
     expect(String(status.stdout)).toContain(`driven by prun pid ${first.pid}`);
+    // A live unit is shown running, never `running(dispatcher gone)`.
+    expect(String(status.stdout)).toMatch(/^p\d +running +/m);
+    expect(String(status.stdout)).not.toContain('dispatcher gone');
 
     const done = await first;
     expect(done.exitCode).toBe(0);
@@ -128,7 +134,10 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     expect(callsPerUnit(box.logDir)).toEqual({ s1: 3 });
   }, 60_000);
 
-  it('Ctrl-C stops running units as interrupted, keeps dependents queued, and --resume alone finishes the batch as a follow-up turn', async () => {
+  it.each([
+    ['SIGINT', 130],
+    ['SIGHUP', 129],
+  ] as const)('%s (Ctrl-C, a closed terminal) stops running units as interrupted, keeps dependents queued, and --resume alone finishes the batch as a follow-up turn', async (signal, code) => {
     const { box, work } = scratch([unit('slow', {}, '[[agy HANG=1]]'), unit('after', { depends_on: ['slow'] }), unit('quick')]);
     const dir = join(work, 'fanout');
     const run = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '2'], { env: box.env, cwd: work });
@@ -136,9 +145,9 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
       () => existsSync(dir) && callsPerUnit(box.logDir).slow === 1 && ledger(dir).some((l) => l.id === 'slow' && l.status === 'running' && l.state_dir) && latestStatus(dir).quick === 'done',
       'slow running and quick done',
     );
-    run.kill('SIGINT');
+    run.kill(signal);
     const stopped = await run;
-    expect(stopped.exitCode).toBe(130);
+    expect(stopped.exitCode).toBe(code);
     expect(latestStatus(dir)).toEqual({ slow: 'interrupted', after: 'queued', quick: 'done' });
 
     const resumed = await prun(['batch', '--resume', 'fanout'], { env: box.env, cwd: work });
@@ -149,7 +158,7 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     expect(slowCalls[1]!.argv.join(' ')).toContain('--conversation conv-fixed-0001');
     expect(callsPerUnit(box.logDir)).toEqual({ slow: 2, after: 1, quick: 1 });
     // The interrupted attempt's FALLBACK is kept beside the real result.
-    expect(readFileSync(join(dir, 'results', 'slow.attempt-1.md'), 'utf8')).toMatch(/^# slow result \(FALLBACK, [^\n]*\nConclusion: INCOMPLETE; [^\n]*SIGINT/);
+    expect(readFileSync(join(dir, 'results', 'slow.attempt-1.md'), 'utf8')).toMatch(new RegExp(`^# slow result \\(FALLBACK, [^\\n]*\\nConclusion: INCOMPLETE; [^\\n]*${signal}`));
   }, 60_000);
 
   it('sets a torn last ledger line aside before appending, and never glues a record onto it', async () => {

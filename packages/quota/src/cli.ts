@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { CliError, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, commandMain, packageVersion } from '@prun/kit/cli';
 import { ArgvError, parseArgv as parseBySpec, renderHelp } from '@prun/kit/spec';
 import { z } from 'zod';
 import { type Env } from './location.js';
@@ -13,15 +13,12 @@ import { SPEC } from './spec.js';
 
 const BIN = SPEC.name;
 
-const EXIT = { ok: 0, refreshFailed: 1, usage: 2, internal: 70, blocked: QUOTA_EXHAUSTED_EXIT } as const;
+const EXIT = { ok: EXIT_OK, refreshFailed: 1, usage: EXIT_USAGE, internal: EXIT_INTERNAL, blocked: QUOTA_EXHAUSTED_EXIT } as const;
 
-/** A usage mistake in the command at `path`; the message points at that command's help. */
-class UsageError extends Error {
-  constructor(
-    message: string,
-    readonly path: readonly string[] = [],
-  ) {
-    super(message);
+/** A usage mistake in the command at `path` (exit 2); the message points at that command's help. */
+class UsageError extends CliError {
+  constructor(message: string, path: readonly string[] = []) {
+    super(`${message} (see ${[BIN, ...path].join(' ')} --help)`, { exitCode: EXIT.usage });
   }
 }
 
@@ -64,11 +61,6 @@ function out(text: string): void {
   process.stdout.write(`${text}\n`);
 }
 
-function packageVersion(): string {
-  const raw: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-  return z.object({ version: z.string() }).parse(raw).version;
-}
-
 /** Runs `prun-quota refresh` detached so the readout returns at once (agent-quota's background refresh). */
 function startBackgroundRefresh(env: Env): boolean {
   try {
@@ -95,17 +87,23 @@ function reportRefresh(result: RefreshResult): void {
   else say(`refresh failed: ${result.detail ?? result.reason}`);
 }
 
+/** `refresh --json`: the RefreshResult in snake_case, like every other JSON output. */
+export function refreshJson(result: RefreshResult): Record<string, unknown> {
+  const { exitCode, ...rest } = result;
+  return { outcome: rest.outcome, reason: rest.reason, queried: rest.queried, exit_code: exitCode, path: rest.path, ...(rest.detail === undefined ? {} : { detail: rest.detail }) };
+}
+
 async function runCommand(options: Options, env: Env): Promise<number> {
   switch (options.command) {
     case 'help':
       process.stdout.write(renderHelp(SPEC, options.path));
       return EXIT.ok;
     case 'version':
-      out(packageVersion());
+      out(packageVersion(new URL('../package.json', import.meta.url)));
       return EXIT.ok;
     case 'refresh': {
       const result = await refresh({ force: options.force, env });
-      if (options.json) out(JSON.stringify(result));
+      if (options.json) out(JSON.stringify(refreshJson(result)));
       reportRefresh(result);
       return result.exitCode;
     }
@@ -139,18 +137,5 @@ async function runCommand(options: Options, env: Env): Promise<number> {
   }
 }
 
-export async function main(argv: string[]): Promise<void> {
-  // A reader that stops early (`prun-quota route | head -c0`) is not an error worth a stack trace.
-  process.stdout.on('error', () => undefined);
-  try {
-    process.exitCode = await runCommand(parseArgv(argv), process.env);
-  } catch (error) {
-    if (error instanceof UsageError) {
-      say(`${error.message} (see ${[BIN, ...error.path].join(' ')} --help)`);
-      process.exitCode = EXIT.usage;
-      return;
-    }
-    say(`internal error: ${error instanceof Error ? error.message : String(error)}`);
-    process.exitCode = EXIT.internal;
-  }
-}
+// runBin and commandMain own the top-level catch and the EPIPE policy (@prun/kit/cli).
+export const main = commandMain(BIN, (argv: string[]) => runCommand(parseArgv(argv), process.env));

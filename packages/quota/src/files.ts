@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { readFile, stat } from 'node:fs/promises';
+import { writeFileAtomic as writeAtomic } from '@prun/kit/fs';
 import { parseJsonLenient } from './json.js';
 
 /** Seconds since the file's mtime (never negative), or null when it cannot be stat'ed. */
@@ -25,16 +24,10 @@ export async function readJsonFile(filePath: string): Promise<unknown> {
 }
 
 /**
- * Writes `text` so readers see the old file or the new one, never a part: a temp file in the
- * same directory, then rename. The temp file is removed if anything fails.
+ * Writes `text` so readers see the old file or the new one, never a part: @prun/kit/fs's
+ * durable atomic writer (temp file in the same directory, fsync, rename, directory fsync; the
+ * temp file is removed if anything fails). Creates the directory.
  */
 export async function writeFileAtomic(filePath: string, text: string): Promise<void> {
-  await mkdir(path.dirname(filePath), { recursive: true });
-  const temp = `${filePath}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  try {
-    await writeFile(temp, text, { encoding: 'utf8', mode: 0o644, flag: 'wx' });
-    await rename(temp, filePath);
-  } finally {
-    await unlink(temp).catch(() => undefined);
-  }
+  writeAtomic(filePath, text, { tag: 'prun-quota', mode: 0o644 });
 }

@@ -214,7 +214,8 @@ describe.concurrent('prun-quota refresh against fake-agy', () => {
     expect((await bin(['refresh', '--force'], env)).code).toBe(0);
     const second = await bin(['refresh', '--json'], env);
     expect(second.code).toBe(0);
-    expect(JSON.parse(second.stdout)).toMatchObject({ outcome: 'skipped', reason: 'fresh', queried: false, exitCode: 0 });
+    // snake_case like every other JSON output (it printed camelCase exitCode before).
+    expect(JSON.parse(second.stdout)).toEqual({ outcome: 'skipped', reason: 'fresh', queried: false, exit_code: 0, path: expect.any(String) });
     expect(second.stderr).toBe('prun-quota: refresh skipped: the snapshot is younger than the TTL');
     expect(usageCalls(home)).toHaveLength(1);
   });

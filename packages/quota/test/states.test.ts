@@ -6,6 +6,7 @@ import {
   parseIsoInstant,
   parseJsonLenient,
   pythonJsonDumps,
+  snapshotText,
   readPoolStates,
   route,
   SnapshotSchema,
@@ -195,6 +196,13 @@ describe('parseIsoInstant', () => {
 describe('Python JSON', () => {
   it('dumps with Python separators and ASCII escapes', () => {
     expect(pythonJsonDumps({ a: [1, 0.5, 'é'], b: null, c: true })).toBe('{"a": [1, 0.5, "\\u00e9"], "b": null, "c": true}');
+  });
+
+  it('writes U+007F as \\u007f, as Python does (it was written raw before)', () => {
+    expect(pythonJsonDumps({ name: 'a\x7fb' })).toBe('{"name": "a\\u007fb"}');
+    expect(snapshotText(1789140000, { groups: [{ name: 'G\x7f' }] }, 'pro\x7f')).toBe(
+      '{"cached_at": 1789140000.0, "usage": {"groups": [{"name": "G\\u007f"}]}, "plan_tier": "pro\\u007f"}',
+    );
   });
 
   it('lenient parse leaves NaN inside strings alone', () => {

@@ -57,8 +57,33 @@ export function isUtf8(bytes: Uint8Array): boolean {
   return bufferIsUtf8(bytes);
 }
 
+// A name with no surrogate at all names the same file as a plain string (the escapes of
+// undecodable bytes are lone surrogates), and sorts the same by UTF-16 unit and by code point.
+const SURROGATE = /[\ud800-\udfff]/;
+
+export function hasSurrogate(text: string): boolean {
+  return SURROGATE.test(text);
+}
+
+/**
+ * `childPath` for a listed entry whose name is already decoded (`decodeSurrogateEscape(raw)`),
+ * so a sweep decodes each name once.
+ */
+export function entryPath(dir: ObservedPath, raw: Buffer | string, decoded: string): ObservedPath {
+  if (typeof dir.fs === 'string' && !SURROGATE.test(decoded)) {
+    const display = `${dir.display === '/' ? '' : dir.display}/${decoded}`;
+    return { display, fs: display };
+  }
+  return childPath(dir, raw);
+}
+
 /** `dir/name` for a directory and a raw entry name, keeping raw bytes only where needed. */
 export function childPath(dir: ObservedPath, name: Buffer | string): ObservedPath {
+  // The usual case, a UTF-8 path and a plain name: no bytes to keep, no conversion to make.
+  if (typeof name === 'string' && typeof dir.fs === 'string' && !SURROGATE.test(name)) {
+    const display = `${dir.display === '/' ? '' : dir.display}/${name}`;
+    return { display, fs: display };
+  }
   const nameBytes = typeof name === 'string' ? Buffer.from(name, 'utf8') : name;
   const display = `${dir.display === '/' ? '' : dir.display}/${decodeSurrogateEscape(nameBytes)}`;
   if (typeof dir.fs === 'string' && isUtf8(nameBytes)) return { display, fs: display };
@@ -67,10 +92,28 @@ export function childPath(dir: ObservedPath, name: Buffer | string): ObservedPat
   return { display, fs: Buffer.concat([base, slash, nameBytes]) };
 }
 
+function isSurrogate(unit: number): boolean {
+  return unit >= 0xd800 && unit <= 0xdfff;
+}
+
 /** Compare by Unicode code point, as Python orders `str` (JS `<` compares UTF-16 units). */
 export function compareCodePoints(a: string, b: string): number {
-  let i = 0;
-  let j = 0;
+  // UTF-16 order is code point order up to the first difference, unless a surrogate is
+  // involved there: only then is the difference looked at code point by code point.
+  const common = Math.min(a.length, b.length);
+  let k = 0;
+  while (k < common && a.charCodeAt(k) === b.charCodeAt(k)) k += 1;
+  if (k === common) return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+  const ua = a.charCodeAt(k);
+  const ub = b.charCodeAt(k);
+  if (!isSurrogate(ua) && !isSurrogate(ub)) return ua < ub ? -1 : 1;
+  return compareCodePointsFrom(a, b, k > 0 && isSurrogate(a.charCodeAt(k - 1)) ? k - 1 : k);
+}
+
+/** The slow comparison, from a position where both strings are in step. */
+function compareCodePointsFrom(a: string, b: string, from: number): number {
+  let i = from;
+  let j = from;
   while (i < a.length && j < b.length) {
     const ca = a.codePointAt(i)!;
     const cb = b.codePointAt(j)!;

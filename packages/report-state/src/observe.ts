@@ -1,6 +1,6 @@
 import { readdirSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { STATE_FILES, isStateDirName, readStateEntry, type EntryRead } from '@prun/unit-state';
+import { STATE_FILES, isStateDirName, readSmallFile, readStateEntry, type EntryRead } from '@prun/unit-state';
 import {
   classifyTarget,
   failedClassification,
@@ -10,7 +10,7 @@ import {
   type ResultOutcome,
   type StatFact,
 } from './classify.js';
-import { childPath, compareCodePoints, decodeSurrogateEscape, type FsPath, type ObservedPath } from './names.js';
+import { childPath, compareCodePoints, decodeSurrogateEscape, entryPath, hasSurrogate, type FsPath, type ObservedPath } from './names.js';
 import { buildRecord, type DiscoveryError, type UnitObservation, type UnitRecord } from './report.js';
 
 export interface FileFacts {
@@ -24,10 +24,16 @@ export interface FileFacts {
  * symlinks) and read one small entry. Tests inject failures through this seam.
  */
 export interface ObservationFs {
-  /** Entry names of a directory, as raw bytes. Throws like node:fs. */
-  readdir(dir: FsPath): Buffer[];
-  /** stat following symlinks. Throws like node:fs. */
-  stat(path: FsPath): FileFacts;
+  /**
+   * Entry names of a directory: strings when every name is UTF-8, raw bytes (Buffers) when
+   * some name is not, so no byte is lost. Throws like node:fs.
+   */
+  readdir(dir: FsPath): Array<string | Buffer>;
+  /**
+   * stat following symlinks; undefined when nothing is there (ENOENT), as with node:fs's
+   * `throwIfNoEntry: false`. Other failures throw like node:fs (an ENOENT throw counts too).
+   */
+  stat(path: FsPath): FileFacts | undefined;
   /** One state entry of a unit (at most 64 KiB, regular files only, never blocks). */
   readEntry(unitDir: FsPath, name: string): EntryRead;
 }
@@ -45,22 +51,36 @@ function isSystemError(error: unknown): boolean {
 }
 
 export const nodeObservationFs: ObservationFs = {
-  readdir: (dir) => readdirSync(dir, { encoding: 'buffer' }),
-  stat: (path) => statSync(path),
+  // Decoding 10,000 Buffers costs more than listing twice: list as text, and only when a name
+  // did not decode (U+FFFD) list again as bytes.
+  readdir: (dir) => {
+    const names = readdirSync(dir);
+    return names.some((name) => name.includes('\ufffd')) ? readdirSync(dir, { encoding: 'buffer' }) : names;
+  },
+  // A missing file is common (no result yet, no tail): no Error, no stack trace for it.
+  stat: (path) => statSync(path, { throwIfNoEntry: false }),
   // A Buffer path reaches a unit whose name is not valid UTF-8.
-  readEntry: (unitDir, name) => readStateEntry(unitDir, name),
+  // A plain `dir/name` for the usual string path (path.join's normalizing is not needed for a
+  // name from STATE_FILES under a listed unit).
+  readEntry: (unitDir, name) => (typeof unitDir === 'string' ? readSmallFile(`${unitDir}/${name}`) : readStateEntry(unitDir, name)),
 };
+
+/** The error a throwing stat would have given for a missing entry (named by `errorName`). */
+function noEntry(): NodeJS.ErrnoException {
+  return Object.assign(new Error('no such file or directory'), { code: 'ENOENT', errno: -2 });
+}
 
 /** stat as a fact; a non-system failure (such as a NUL in the path) is rethrown. */
 function statFact(fs: ObservationFs, path: FsPath): StatFact {
-  let facts: FileFacts;
+  let facts: FileFacts | undefined;
   try {
     facts = fs.stat(path);
   } catch (error) {
     if (!isSystemError(error)) throw error;
-    const code = errorName(error);
-    return code === 'ENOENT' ? { kind: 'absent' } : { kind: 'error', code };
+    if ((error as { code?: unknown }).code === 'ENOENT') return { kind: 'absent' };
+    return { kind: 'error', code: errorName(error) };
   }
+  if (facts === undefined) return { kind: 'absent' };
   return facts.isFile() ? { kind: 'regular', size: facts.size } : { kind: 'not-regular' };
 }
 
@@ -77,31 +97,40 @@ export interface Discovery {
 export function discoverUnits(roots: readonly string[], fs: ObservationFs = nodeObservationFs): Discovery {
   const units: ObservedPath[] = [];
   const errors: DiscoveryError[] = [];
-  const seen = new Set<string>();
+  // Names in one listing are unique: only a root given twice can repeat a unit.
+  const seen = roots.length > 1 ? new Set<string>() : null;
   for (const root of roots) {
-    let names: Buffer[];
+    let names: Array<string | Buffer>;
     try {
       names = fs.readdir(root);
     } catch (error) {
       errors.push({ stage: 'root', root, error: errorName(error) });
       continue;
     }
-    const candidates = names
-      .map((raw) => ({ raw, name: decodeSurrogateEscape(raw) }))
-      .filter((entry) => isStateDirName(entry.name))
-      .sort((a, b) => compareCodePoints(a.name, b.name));
-    for (const { raw } of candidates) {
-      const unit = childPath({ display: root, fs: root }, raw);
-      if (seen.has(unit.display)) continue;
-      seen.add(unit.display);
-      let facts: FileFacts;
+    const rootPath: ObservedPath = { display: root, fs: root };
+    const candidates: Array<{ raw: string | Buffer; name: string; plain: boolean }> = [];
+    for (const raw of names) {
+      const name = typeof raw === 'string' ? raw : decodeSurrogateEscape(raw);
+      if (isStateDirName(name)) candidates.push({ raw, name, plain: !hasSurrogate(name) });
+    }
+    // Without surrogates, UTF-16 order (the native comparison) is code point order.
+    candidates.sort((a, b) => (a.plain && b.plain ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : compareCodePoints(a.name, b.name)));
+    for (const { raw, name } of candidates) {
+      const unit = entryPath(rootPath, raw, name);
+      if (seen !== null) {
+        if (seen.has(unit.display)) continue;
+        seen.add(unit.display);
+      }
+      let facts: FileFacts | undefined;
       try {
         facts = fs.stat(unit.fs);
       } catch (error) {
         errors.push({ stage: 'unit-entry', unit: unit.display, error: errorName(error) });
         continue;
       }
-      if (facts.isDirectory()) units.push(unit);
+      // Listed but gone when stated: a dangling symlink (or a unit removed meanwhile).
+      if (facts === undefined) errors.push({ stage: 'unit-entry', unit: unit.display, error: errorName(noEntry()) });
+      else if (facts.isDirectory()) units.push(unit);
     }
   }
   return { units, errors };

@@ -18,6 +18,8 @@ export function renderJson(report: Report): string {
 
 /** Escape every non-ASCII UTF-16 unit as `\uXXXX`, as Python's `json.dumps` does by default. */
 export function toAsciiJson(json: string): string {
+  // The usual document is ASCII already: one native length check instead of a regex pass.
+  if (Buffer.byteLength(json, 'utf8') === json.length) return json;
   return json.replace(/[\u0080-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 

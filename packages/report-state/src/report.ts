@@ -37,7 +37,10 @@ export interface UnitObservation {
 /** Build a record with the contract's key order; errors: result, then tail, then legacy pid. */
 export function buildRecord(observation: UnitObservation): UnitRecord {
   const { outcome, tail, legacyPid } = observation;
-  const errors = [outcome.error, tail.error, legacyPid?.error ?? null].filter((e): e is UnitError => e !== null);
+  const errors: UnitError[] = [];
+  if (outcome.error !== null) errors.push(outcome.error);
+  if (tail.error !== null) errors.push(tail.error);
+  if (legacyPid !== undefined && legacyPid.error !== null) errors.push(legacyPid.error);
   const record: UnitRecord = {
     unit: observation.unit,
     errors,

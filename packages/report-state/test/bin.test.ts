@@ -644,3 +644,25 @@ describe('usage', () => {
     expect(version.stdout).toBe('0.1.0\n');
   });
 });
+
+describe('a listing with a name that is not UTF-8', () => {
+  it('is read as bytes: every unit is found, the odd one by its real bytes, in code point order', () => {
+    const root = tempDir();
+    makeUnit(root, 'a', { tail: 'aa' });
+    makeUnit(root, 'z', { tail: 'zzz' });
+    makeUnit(root, '\ufffd-real', { tail: 'r' });
+    const odd = Buffer.concat([Buffer.from(`${root}/prun-task-`), Buffer.from([0xff, 0x62])]);
+    mkdirSync(odd);
+    writeFileSync(Buffer.concat([odd, Buffer.from('/tail')]), 'abcde');
+    const { status, report } = runJson(root);
+    expect(status).toBe(0);
+    expect(report.units.map((u) => [u.unit.slice(root.length + 1), u.tail_bytes])).toEqual([
+      ['prun-task-a', 2],
+      ['prun-task-z', 3],
+      // U+DCFF (the escape of byte 0xff) sorts before U+FFFD, as Python orders them.
+      ['prun-task-\udcffb', 5],
+      ['prun-task-\ufffd-real', 1],
+    ]);
+    expect(runBin(['--root', root, '--json']).stdout).toContain('/prun-task-\\udcffb"');
+  });
+});

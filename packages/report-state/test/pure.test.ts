@@ -288,6 +288,26 @@ describe('names that are not UTF-8', () => {
     expect(compareCodePoints('ab', 'abc')).toBeLessThan(0);
     expect(compareCodePoints('ab', 'ab')).toBe(0);
   });
+
+  it('property: the fast comparison agrees with comparing code point by code point', () => {
+    const reference = (a: string, b: string): number => {
+      const x = Array.from(a, (c) => c.codePointAt(0)!);
+      const y = Array.from(b, (c) => c.codePointAt(0)!);
+      for (let i = 0; i < Math.min(x.length, y.length); i += 1) if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
+      return Math.sign(x.length - y.length);
+    };
+    // Lone surrogates (the escapes of undecodable bytes), astral pairs and BMP characters
+    // above the surrogates are where UTF-16 order and code point order part.
+    const unit = fc.constantFrom('a', 'b', '\ud800', '\udcff', '\ude00', '\ud83d', '\ue000', '\uffff', '😀', '😁', '\u{10ffff}');
+    const text = fc.array(unit, { maxLength: 6 }).map((parts) => parts.join(''));
+    fc.assert(
+      fc.property(text, text, (a, b) => {
+        expect(Math.sign(compareCodePoints(a, b))).toBe(reference(a, b));
+        expect(Math.sign(compareCodePoints(`prefix-${a}`, `prefix-${b}`))).toBe(reference(a, b));
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });
 
 describe('options', () => {

@@ -1,12 +1,21 @@
-import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
-import { once } from 'node:events';
-import type { Readable } from 'node:stream';
-import yauzl from 'yauzl';
-import yazl from 'yazl';
-import { EXIT, SnapshotError } from './errors.js';
-import { boundedTailStream, defaultSourceIo, type CopyResult, type OpenTail, type SourceIo } from './source.js';
+import { open, type FileHandle } from 'node:fs/promises';
+import { crc32 } from 'node:zlib';
+import { EXIT, SnapshotError, osErrorText } from './errors.js';
+import { createChunkHasher, type ChunkHasher } from './hasher.js';
+import { copyBounded, defaultSourceIo, drain, keep, pipelineSlots, type CopyResult, type OpenTail, type SourceIo } from './source.js';
+import {
+  EOCD_SEARCH_BYTES,
+  LOCAL_HEADER_BYTES,
+  ZipFormatError,
+  centralHeader,
+  dataOffset,
+  endRecords,
+  locateDirectory,
+  localHeader,
+  parseCentralDirectory,
+  type CentralEntry,
+  type MemberRecord,
+} from './zip.js';
 
 export const TAIL_MEMBER = 'tail.bin';
 export const MANIFEST_MEMBER = 'manifest.json';
@@ -60,46 +69,59 @@ export function manifestBytes(manifest: object): Buffer {
 // Both members are owner-only files when extracted, like the archive itself.
 const MEMBER_MODE = 0o100600;
 
+/** Write all of `data` at `position` (a write may be short; this one is not). */
+export async function writeFully(out: FileHandle, data: Buffer, position: number): Promise<void> {
+  for (let done = 0; done < data.length; ) {
+    const { bytesWritten } = await out.write(data, done, data.length - done, position + done);
+    done += bytesWritten;
+  }
+}
+
 /**
- * Stream the bounded tail into `out` as a ZIP of exactly `tail.bin` then `manifest.json`, both
- * STORED. The manifest is made (by `manifestFor`) once the last tail byte has been read and
+ * Write the bounded tail into `out` as a ZIP of exactly `tail.bin` then `manifest.json`, both
+ * STORED, in one pass over the tail (see `copyBounded`): its local header goes first with
+ * placeholder CRC and sizes and is rewritten in place once they are known, so no data descriptor
+ * is needed. The manifest is made (by `manifestFor`) once the last tail byte has been read and
  * hashed. `tail.bin` always carries ZIP64 sizes (as the Python original wrote it), so a member
- * past 4 GiB needs no different layout. `out` is closed when this returns or throws. Returns
- * the manifest written.
+ * past 4 GiB needs no different layout. `hasher` defaults to one sized for the tail; `out` is
+ * closed when this returns or throws. Returns the manifest written.
  */
 export async function writeArchive(
   out: FileHandle,
   tail: OpenTail,
   manifestFor: (copy: CopyResult) => Manifest,
   io: SourceIo = defaultSourceIo,
+  hasher?: ChunkHasher,
 ): Promise<Manifest> {
-  const zip = new yazl.ZipFile();
-  const { stream, done } = boundedTailStream(tail, io);
-  // The sink owns `out` and closes it once everything is flushed (closing a FileHandle still
-  // lent to a stream would wait forever).
-  const sink = createWriteStream('', { fd: out, autoClose: true, highWaterMark: 1024 * 1024 });
-  zip.outputStream.pipe(sink);
-  const failure = new Promise<never>((_, reject) => {
-    zip.on('error', reject);
-    // pipe() does not forward errors; each stream's failure must end the build itself.
-    stream.on('error', reject);
-    zip.outputStream.on('error', reject);
-    sink.on('error', reject);
-  });
-  failure.catch(() => undefined);
-  const mtime = new Date();
-  zip.addReadStream(stream, TAIL_MEMBER, { compress: false, forceZip64Format: true, mtime, mode: MEMBER_MODE });
+  const ownHasher = hasher ?? createChunkHasher(tail.sizeAtOpen);
   try {
-    const manifest = manifestFor(await Promise.race([done, failure]));
-    zip.addBuffer(manifestBytes(manifest), MANIFEST_MEMBER, { compress: false, mtime, mode: MEMBER_MODE });
-    zip.end();
-    await Promise.race([once(sink, 'close'), failure]);
+    const mtime = new Date();
+    const tailMember = { name: TAIL_MEMBER, size: 0, crc32: 0, localHeaderOffset: 0, forceZip64: true, mtime, mode: MEMBER_MODE };
+    const placeholder = localHeader(tailMember);
+    await writeFully(out, placeholder, 0);
+    const copy = await copyBounded(tail, io, ownHasher, (chunk, position) => writeFully(out, chunk, placeholder.length + position));
+    Object.assign(tailMember, { size: copy.bytesCopied, crc32: copy.crc32 });
+    const manifest = manifestFor(copy);
+    const body = manifestBytes(manifest);
+    const manifestMember: MemberRecord = {
+      name: MANIFEST_MEMBER,
+      size: body.length,
+      crc32: crc32(body),
+      localHeaderOffset: placeholder.length + copy.bytesCopied,
+      forceZip64: false,
+      mtime,
+      mode: MEMBER_MODE,
+    };
+    const manifestHeader = localHeader(manifestMember);
+    const central = Buffer.concat([centralHeader(tailMember), centralHeader(manifestMember)]);
+    const centralOffset = manifestMember.localHeaderOffset + manifestHeader.length + body.length;
+    const end = endRecords({ entries: 2, centralOffset, centralSize: central.length });
+    await writeFully(out, localHeader(tailMember), 0);
+    await writeFully(out, Buffer.concat([manifestHeader, body, central, end]), manifestMember.localHeaderOffset);
     return manifest;
-  } catch (error) {
-    stream.destroy();
-    sink.destroy();
-    if (!sink.closed) await new Promise<void>((resolveClose) => sink.once('close', () => resolveClose()));
-    throw error;
+  } finally {
+    if (hasher === undefined) await ownHasher.close();
+    await out.close();
   }
 }
 
@@ -141,71 +163,114 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 }
 
 const MANIFEST_READ_LIMIT = 1024 * 1024;
-
-async function readMember(zip: yauzl.ZipFile, entry: yauzl.Entry, onChunk: (chunk: Buffer) => void): Promise<void> {
-  const stream: Readable = await zip.openReadStreamPromise(entry);
-  for await (const chunk of stream) onChunk(chunk as Buffer);
-}
+// A snapshot's central directory is about 150 bytes; a far larger one is not a snapshot.
+const DIRECTORY_READ_LIMIT = 1024 * 1024;
 
 function invalid(message: string): SnapshotError {
   return new SnapshotError(EXIT.archive, message);
 }
 
-/**
- * Read the archive back with an independent reader before anything is published: exactly the
- * two members, both STORED, the archived manifest equal to `expected`, and `tail.bin` of the
- * expected length and SHA-256 (`expected.bytes_copied`, `expected.sha256`). Every failure is a
- * SnapshotError with exit 5. `tail.bin` is streamed, never held in memory.
- */
-export async function validateArchive(path: string, expected: Record<string, unknown>): Promise<void> {
-  let zip: yauzl.ZipFile;
-  try {
-    zip = await yauzl.openPromise(path, { lazyEntries: true, autoClose: false });
-  } catch (error) {
-    throw invalid(`archive did not validate: ${(error as Error).message}`);
+/** Read exactly `length` bytes at `position`, or fail as a truncated archive. */
+async function readExactly(handle: FileHandle, target: Buffer, position: number): Promise<Buffer> {
+  for (let done = 0; done < target.length; ) {
+    const { bytesRead } = await handle.read(target, done, target.length - done, position + done);
+    if (bytesRead === 0) throw new ZipFormatError('unexpected end of archive');
+    done += bytesRead;
   }
+  return target;
+}
+
+/** SHA-256 and CRC-32 of `length` bytes at `start`, read in large pieces ahead of the hash. */
+async function digestRange(handle: FileHandle, start: number, length: number, hasher: ChunkHasher): Promise<{ sha256: string; crc32: number }> {
+  const slots = pipelineSlots(hasher.slots);
+  let crc = 0;
   try {
-    const entries: yauzl.Entry[] = [];
-    try {
-      for await (const entry of zip.eachEntry()) entries.push(entry);
-    } catch (error) {
-      throw invalid(`archive did not validate: ${(error as Error).message}`);
+    for (let position = 0, next = 0; position < length; next = (next + 1) % slots.length) {
+      const slot = slots[next]!;
+      await slot.busy;
+      const chunk = await readExactly(handle, slot.buffer.subarray(0, Math.min(slot.buffer.length, length - position)), start + position);
+      slot.busy = keep(hasher.update(chunk));
+      crc = crc32(chunk, crc);
+      position += chunk.length;
     }
-    const names = entries.map((entry) => entry.fileName).sort();
+    for (const slot of slots) await slot.busy;
+  } catch (error) {
+    await drain(slots);
+    throw error;
+  }
+  return { sha256: await hasher.digest(), crc32: crc >>> 0 };
+}
+
+function checkCrc(entry: CentralEntry, actual: number): void {
+  if (actual !== entry.crc32 >>> 0) throw new ZipFormatError(`Bad CRC-32 for file ${pythonListRepr([entry.name]).slice(1, -1)}`);
+}
+
+/**
+ * Read the closed archive back from disk before anything is published, with a reader that
+ * shares nothing with the writer but the format: exactly the two members, both STORED, each
+ * CRC-32 right, the archived manifest equal to `expected`, and `tail.bin` of the expected length
+ * and SHA-256 (`expected.bytes_copied`, `expected.sha256`). Every failure is a SnapshotError with
+ * exit 5. `tail.bin` is read in large pieces while `hasher` (by default one sized for it) hashes
+ * the previous ones, never held in memory.
+ */
+export async function validateArchive(path: string, expected: Record<string, unknown>, hasher?: ChunkHasher): Promise<void> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch (error) {
+    throw invalid(`archive did not validate: ${osErrorText(error)}`);
+  }
+  let ownHasher: ChunkHasher | undefined;
+  try {
+    const readAt = (position: number, length: number) => readExactly(handle, Buffer.allocUnsafe(length), position);
+    let entries: CentralEntry[];
+    let centralOffset: number;
+    try {
+      const size = (await handle.stat()).size;
+      const searched = Math.min(size, EOCD_SEARCH_BYTES);
+      const location = await locateDirectory(await readAt(size - searched, searched), size, readAt);
+      if (location.centralSize > DIRECTORY_READ_LIMIT) throw new ZipFormatError('the central directory is implausibly large');
+      entries = parseCentralDirectory(await readAt(location.centralOffset, location.centralSize), location.entries);
+      centralOffset = location.centralOffset;
+    } catch (error) {
+      throw invalid(`archive did not validate: ${osErrorText(error)}`);
+    }
+    const names = entries.map((entry) => entry.name).sort();
     if (names.length !== EXPECTED_MEMBERS.length || names.some((name, index) => name !== EXPECTED_MEMBERS[index])) {
       throw invalid(`unexpected archive members: ${pythonListRepr(names)}`);
     }
     for (const entry of entries) {
-      if (entry.compressionMethod !== 0) throw invalid(`${entry.fileName} is not stored`);
+      if (entry.method !== 0) throw invalid(`${entry.name} is not stored`);
     }
-    const hash = createHash('sha256');
     let tailLength = 0;
-    const manifestChunks: Buffer[] = [];
-    let manifestLength = 0;
+    let tailDigest = '';
     let archived: unknown;
     try {
       for (const entry of entries) {
-        if (entry.fileName === TAIL_MEMBER) {
-          await readMember(zip, entry, (chunk) => {
-            hash.update(chunk);
-            tailLength += chunk.length;
-          });
+        const start = dataOffset(await readAt(entry.localHeaderOffset, LOCAL_HEADER_BYTES), entry);
+        if (entry.compressedSize !== entry.uncompressedSize) throw new ZipFormatError(`${entry.name} has disagreeing stored sizes`);
+        if (start + entry.compressedSize > centralOffset) throw new ZipFormatError(`${entry.name} runs into the central directory`);
+        if (entry.name === TAIL_MEMBER) {
+          ownHasher = hasher ?? createChunkHasher(entry.compressedSize);
+          const digest = await digestRange(handle, start, entry.compressedSize, ownHasher);
+          checkCrc(entry, digest.crc32);
+          tailLength = entry.compressedSize;
+          tailDigest = digest.sha256;
         } else {
-          await readMember(zip, entry, (chunk) => {
-            manifestLength += chunk.length;
-            if (manifestLength > MANIFEST_READ_LIMIT) throw new Error('manifest.json is implausibly large');
-            manifestChunks.push(chunk);
-          });
+          if (entry.compressedSize > MANIFEST_READ_LIMIT) throw new ZipFormatError('manifest.json is implausibly large');
+          const body = await readAt(start, entry.compressedSize);
+          checkCrc(entry, crc32(body));
+          archived = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body));
         }
       }
-      archived = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(manifestChunks)));
     } catch (error) {
-      throw invalid(`archive did not validate: ${(error as Error).message}`);
+      throw invalid(`archive did not validate: ${osErrorText(error)}`);
     }
     if (!jsonEqual(archived, expected)) throw invalid('manifest.json disagrees with the manifest written');
     if (tailLength !== expected.bytes_copied) throw invalid('tail.bin length disagrees with manifest');
-    if (hash.digest('hex') !== expected.sha256) throw invalid('tail.bin digest disagrees with manifest');
+    if (tailDigest !== expected.sha256) throw invalid('tail.bin digest disagrees with manifest');
   } finally {
-    zip.close();
+    if (hasher === undefined) await ownHasher?.close();
+    await handle.close();
   }
 }

@@ -1,30 +1,39 @@
-import { readFileSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
+import { STOP_SIGNALS, formatInternalError, packageVersion } from '@prun/kit/cli';
 import { renderHelp } from '@prun/kit/spec';
 import { EXIT, SnapshotError } from './errors.js';
 import { BIN, USAGE, UsageError, parseArgs, parseEnv } from './options.js';
-import { renderJson, renderText } from './render.js';
-import { removeLiveTemporaryFiles, snapshotTail } from './snapshot.js';
 import { SPEC } from './spec.js';
 
-function packageVersion(): string {
-  const raw: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-  return typeof raw === 'object' && raw !== null && 'version' in raw ? String(raw.version) : 'unknown';
-}
+// Only argv parsing and the messages load up front; the snapshot machinery (and what it
+// imports) loads once a snapshot is really asked for, so --help and --version start fast.
+const loadSnapshot = () => import('./snapshot.js');
+let removeLiveTemporaryFiles: () => void = () => undefined;
+
+const MANIFEST = new URL('../package.json', import.meta.url);
 
 function fail(code: number, lines: string[]): void {
   for (const line of lines) process.stderr.write(`${BIN}: ${line}\n`);
   process.exitCode = code;
 }
 
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
 // A snapshot interrupted by a signal must not leave its temporary archive behind: remove it,
 // then die of the same signal so the caller sees what happened. When the bin runs inside a host
 // (`prun snapshot-tail`) that has its own handler, the host decides how to exit.
 function onSignal(signal: NodeJS.Signals): void {
   removeLiveTemporaryFiles();
-  for (const name of SIGNALS) process.removeListener(name, onSignal);
+  for (const name of STOP_SIGNALS) process.removeListener(name, onSignal);
   if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+}
+
+// A snapshot's JavaScript only hands 1 MiB buffers between native steps (read, SHA-256, CRC-32,
+// write), so V8's optimizing tiers win nothing here, while compiling a 1 GiB run's hot loops
+// would touch about 5 MiB more of compiler code and zones (peak RSS). Process-wide, so only for
+// this command's own process (the bin, or `prun snapshot-tail`), never in the library.
+function keepToTheInterpreter(): void {
+  setFlagsFromString('--no-turbofan');
+  setFlagsFromString('--no-maglev');
+  setFlagsFromString('--no-sparkplug');
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -40,12 +49,18 @@ export async function main(argv: string[]): Promise<void> {
     return;
   }
   if (parsed.kind === 'version') {
-    process.stdout.write(`${packageVersion()}\n`);
+    process.stdout.write(`${packageVersion(MANIFEST)}\n`);
     return;
   }
   const { options } = parsed;
-  for (const name of SIGNALS) process.on(name, onSignal);
+  for (const name of STOP_SIGNALS) process.on(name, onSignal);
   try {
+    keepToTheInterpreter();
+    const [{ snapshotTail, removeLiveTemporaryFiles: removeTemps }, { renderJson, renderText }] = await Promise.all([
+      loadSnapshot(),
+      import('./render.js'),
+    ]);
+    removeLiveTemporaryFiles = removeTemps;
     const outcome = await snapshotTail({
       unit: options.unit,
       ...(options.dest !== undefined ? { dest: options.dest } : {}),
@@ -58,9 +73,9 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = EXIT.ok;
   } catch (error) {
     if (error instanceof SnapshotError) return fail(error.code, [`error: ${error.message}`]);
-    const message = error instanceof Error ? error.message : String(error);
-    return fail(EXIT.internal, [`internal error: ${message.split('\n')[0]}`]);
+    process.stderr.write(formatInternalError(BIN, error));
+    process.exitCode = EXIT.internal;
   } finally {
-    for (const name of SIGNALS) process.removeListener(name, onSignal);
+    for (const name of STOP_SIGNALS) process.removeListener(name, onSignal);
   }
 }

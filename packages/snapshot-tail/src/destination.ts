@@ -1,9 +1,9 @@
 import { chmodSync, mkdirSync, statSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { pyStrip } from '@prun/unit-state';
+import { pyStrip } from '@prun/kit/py';
 import { EXIT, SnapshotError, isErrnoException, osErrorText } from './errors.js';
-import type { SnapshotEnv } from './options.js';
+import { BIN, type SnapshotEnv } from './options.js';
 
 /** Where the archive goes: the directory that must be private, and the exact final name. */
 export interface DestinationPlan {
@@ -68,11 +68,34 @@ export function planDestination(input: {
   return { destDir, final: join(destDir, archiveName(input.now, input.randomHex8)) };
 }
 
-/** The refusal for a destination directory others can reach, or null when it is private. */
-export function broadModeProblem(dir: string, mode: number): string | null {
+/**
+ * The refusal for a destination directory others can reach, or null when it is private. The
+ * advice depends on what is safe for that directory: `chmod 700` only for the caller's own
+ * directory that nobody else can write to (the upstream advice); never for a shared sticky
+ * directory such as /tmp (there, a new directory from `mktemp -d`, whose name nobody can
+ * predict); a private subdirectory (created 0700 by this tool) where only the caller's group can
+ * add entries; elsewhere, where anyone may rename entries, a directory away from it.
+ */
+export function broadModeProblem(dir: string, mode: number, ownedByCaller = true): string | null {
   if ((mode & 0o077) === 0) return null;
   const shown = (mode & 0o7777).toString(8).padStart(4, '0');
-  return `${dir} is group- or world-accessible (mode ${shown}); refusing to write snapshots there. Fix with: chmod 700 ${dir}`;
+  const head = `${dir} is group- or world-accessible (mode ${shown}); refusing to write snapshots there.`;
+  const othersWrite = (mode & 0o022) !== 0;
+  const worldWrite = (mode & 0o002) !== 0;
+  const sticky = (mode & 0o1000) !== 0;
+  const notYours = 'It is not yours, so do not chmod it;';
+  const elsewhere = 'use a private directory elsewhere (omit --dest for the default location)';
+  const subdirectory = `pass a private subdirectory, which ${BIN} creates 0700: --dest ${dir}/snapshots`;
+  if (!othersWrite) return ownedByCaller ? `${head} Fix with: chmod 700 ${dir}` : `${head} ${notYours} ${elsewhere}`;
+  if (sticky) {
+    return `${head} It is a shared directory (sticky bit), so do not chmod it; use a new private directory inside it instead: --dest "$(mktemp -d ${dir}/snapshots.XXXXXX)"`;
+  }
+  if (worldWrite) {
+    return ownedByCaller
+      ? `${head} If only you use it: chmod 700 ${dir}; if others share it, ${elsewhere}, since anyone can rename entries there`
+      : `${head} ${notYours} ${elsewhere}, since anyone can rename entries there`;
+  }
+  return ownedByCaller ? `${head} If only you use it: chmod 700 ${dir}; if your group shares it, ${subdirectory}` : `${head} ${notYours} ${subdirectory}`;
 }
 
 function statOrNull(path: string): Stats | null {
@@ -84,7 +107,8 @@ function statOrNull(path: string): Stats | null {
 }
 
 function checkExistingDir(dir: string, stats: Stats): void {
-  const problem = broadModeProblem(dir, stats.mode);
+  const euid = process.geteuid?.();
+  const problem = broadModeProblem(dir, stats.mode, euid === undefined || stats.uid === euid);
   if (problem !== null) throw new SnapshotError(EXIT.publish, problem);
 }
 

@@ -1,25 +1,29 @@
 import { constants } from 'node:os';
+import { CliError, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE } from '@prun/kit/cli';
 
 /** The documented exit codes of `prun-snapshot-tail` (the upstream `prun_state` codes, plus 70). */
 export const EXIT = {
-  ok: 0,
-  usage: 2,
+  ok: EXIT_OK,
+  usage: EXIT_USAGE,
   collision: 3,
   source: 4,
   archive: 5,
   publish: 6,
-  internal: 70,
+  internal: EXIT_INTERNAL,
 } as const;
 
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
-/** A known failure: printed as one `error: <message>` line, exits with `code`. */
-export class SnapshotError extends Error {
+/**
+ * A known failure: printed as one `error: <message>` line (the upstream form), exits with
+ * `code`. It is kit's CliError, so any host that handles those handles it.
+ */
+export class SnapshotError extends CliError {
   constructor(
     readonly code: ExitCode,
     message: string,
   ) {
-    super(message);
+    super(message, { exitCode: code });
     this.name = 'SnapshotError';
   }
 }

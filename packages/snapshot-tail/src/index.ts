@@ -22,7 +22,7 @@ export {
   type CopyResult,
   type OpenTail,
   type SourceIo,
-  boundedTailStream,
+  copyBounded,
   defaultSourceIo,
   openTail,
 } from './source.js';
@@ -38,7 +38,9 @@ export {
   pythonListRepr,
   validateArchive,
   writeArchive,
+  writeFully,
 } from './archive.js';
+export { type ChunkHasher, SLOT_BYTES, THREAD_THRESHOLD_BYTES, createChunkHasher } from './hasher.js';
 export {
   type SnapshotOutcome,
   type SnapshotRequest,
@@ -46,6 +48,7 @@ export {
   defaultSeams,
   publishByLink,
   removeLiveTemporaryFiles,
+  removeStaleParts,
   resolveUnitDir,
   snapshotTail,
 } from './snapshot.js';

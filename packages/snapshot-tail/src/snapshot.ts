@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync, statSync, unlinkSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { DestinationExistsError, STATE_FILES, linkNoReplace } from '@prun/unit-state';
+import { basename, join, resolve } from 'node:path';
+import { DestinationExistsError, atomicTempPath, linkNoReplace, removeStaleTemps } from '@prun/kit/fs';
+import { STATE_FILES } from '@prun/unit-state';
 import { buildManifest, validateArchive, writeArchive, type Manifest } from './archive.js';
 import { ensureDestDir, planDestination } from './destination.js';
+import { createChunkHasher, type ChunkHasher } from './hasher.js';
 import { EXIT, SnapshotError, osErrorText, pythonErrorClass } from './errors.js';
 import type { SnapshotEnv } from './options.js';
 import { defaultSourceIo, openTail, type CopyResult, type OpenTail, type SourceIo } from './source.js';
@@ -36,8 +38,14 @@ export interface SnapshotSeams {
   randomHex(bytes: number): string;
   createTemp(dir: string, name: string): Promise<FileHandle>;
   chmodTemp(handle: FileHandle, mode: number): Promise<void>;
-  writeArchive(out: FileHandle, tail: OpenTail, manifestFor: (copy: CopyResult) => Manifest, io: SourceIo): Promise<Manifest>;
-  validateArchive(path: string, expected: Record<string, unknown>): Promise<void>;
+  writeArchive(
+    out: FileHandle,
+    tail: OpenTail,
+    manifestFor: (copy: CopyResult) => Manifest,
+    io: SourceIo,
+    hasher: ChunkHasher,
+  ): Promise<Manifest>;
+  validateArchive(path: string, expected: Record<string, unknown>, hasher: ChunkHasher): Promise<void>;
   link(temp: string, final: string): void;
   unlink(path: string): void;
 }
@@ -54,8 +62,11 @@ export const defaultSeams: SnapshotSeams = {
   unlink: unlinkSync,
 };
 
-const TEMP_PREFIX = '.snap-';
-const TEMP_SUFFIX = '.part';
+// Temporary archives are `.snap-part.snapshot-tail-<pid>-<nonce>.tmp` (kit's temp naming): the
+// pid lets the next run in the same directory remove a part a killed run left behind, and never
+// a live run's.
+const TEMP_TARGET = 'snap-part';
+const TEMP_TAG = 'snapshot-tail';
 
 // Temporary archives of runs in progress, so a signal handler can remove them before exiting.
 const liveTemps = new Set<string>();
@@ -81,15 +92,20 @@ export function resolveUnitDir(unit: string, cwd: string): string {
 
 async function createPrivateTemp(destDir: string, seams: SnapshotSeams): Promise<{ path: string; handle: FileHandle }> {
   for (let attempt = 0; ; attempt += 1) {
-    const name = `${TEMP_PREFIX}${seams.randomHex(6)}${TEMP_SUFFIX}`;
+    const path = atomicTempPath(join(destDir, TEMP_TARGET), { tag: TEMP_TAG, nonce: seams.randomHex(8) });
     try {
-      const handle = await seams.createTemp(destDir, name);
-      return { path: join(destDir, name), handle };
+      const handle = await seams.createTemp(destDir, basename(path));
+      return { path, handle };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 10) continue;
       throw new SnapshotError(EXIT.publish, `cannot create a temporary file in ${destDir}: ${osErrorText(error)}`);
     }
   }
+}
+
+/** Remove the temporary archives that killed runs left in `destDir` (their pid is gone). */
+export function removeStaleParts(destDir: string): string[] {
+  return removeStaleTemps(destDir, { tag: TEMP_TAG, target: TEMP_TARGET });
 }
 
 /** Hard-link the validated archive to its final name; never replaces, never falls back. */
@@ -126,9 +142,12 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
     randomHex8: seams.randomHex(4),
   });
   ensureDestDir(plan.destDir);
+  removeStaleParts(plan.destDir);
   const tail = await openTail(sourcePath, seams.source);
   let temp: { path: string; handle: FileHandle } | undefined;
   let published = false;
+  // One hasher (a worker thread for a large tail) serves both the copy and the read-back.
+  let hasher: ChunkHasher | undefined;
   try {
     temp = await createPrivateTemp(plan.destDir, seams);
     liveTemps.add(temp.path);
@@ -138,18 +157,20 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
       throw new SnapshotError(EXIT.publish, `cannot make ${temp.path} private: ${osErrorText(error)}`);
     }
     let manifest: Manifest;
+    hasher = createChunkHasher(tail.sizeAtOpen);
     try {
       manifest = await seams.writeArchive(
         temp.handle,
         tail,
         (copy) => buildManifest({ capturedAt: seams.now(), sourcePath, sizeAtOpen: tail.sizeAtOpen, copy }),
         seams.source,
+        hasher,
       );
     } catch (error) {
       if (error instanceof SnapshotError) throw error;
       throw new SnapshotError(EXIT.archive, `cannot build archive: ${osErrorText(error)}`);
     }
-    await seams.validateArchive(temp.path, manifest as unknown as Record<string, unknown>);
+    await seams.validateArchive(temp.path, manifest as unknown as Record<string, unknown>, hasher);
     publishByLink(temp.path, plan.final, seams.link);
     published = true;
     let warning: string | null = null;
@@ -160,6 +181,7 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
     }
     return { published: plan.final, manifest, warning };
   } finally {
+    await hasher?.close();
     await tail.handle.close().catch(() => undefined);
     if (temp !== undefined) {
       await temp.handle.close().catch(() => undefined);

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
-import { Readable } from 'node:stream';
+import { crc32 } from 'node:zlib';
+import type { ChunkHasher } from './hasher.js';
 import { EXIT, SnapshotError, osErrorText } from './errors.js';
 
 /** The largest single read from the tail. */
@@ -67,52 +67,85 @@ export async function openTail(path: string, io: SourceIo = defaultSourceIo): Pr
   }
 }
 
-/** What the bounded read copied. */
+/** What the bounded read copied: its length, SHA-256 (hex) and CRC-32. */
 export interface CopyResult {
   bytesCopied: number;
   sha256: string;
+  crc32: number;
+}
+
+/** One reusable buffer of a pipeline and the work still reading it (hash, write). */
+export interface PipelineSlot {
+  buffer: Buffer;
+  busy: Promise<unknown>;
+}
+
+export function pipelineSlots(buffers: readonly Buffer[]): PipelineSlot[] {
+  return buffers.map((buffer) => ({ buffer, busy: Promise.resolve() }));
+}
+
+/** Mark `work` handled now (it is awaited later), so an early failure is not an unhandled rejection. */
+export function keep(work: Promise<unknown>): Promise<unknown> {
+  work.catch(() => undefined);
+  return work;
+}
+
+/** Wait until no slot is in use any more, whatever the outcome (before its file is closed). */
+export async function drain(slots: readonly PipelineSlot[]): Promise<void> {
+  await Promise.allSettled(slots.map((slot) => slot.busy));
 }
 
 /**
- * A stream of at most `sizeAtOpen` bytes of the tail from offset 0, in chunks of at most 1 MiB,
- * hashed as they pass, so a tail of any size is copied in constant memory. Later appends are
- * never included; an early EOF (a truncated tail) ends the stream short. `done` resolves when
- * the last byte has been read. A read error surfaces as a SnapshotError (exit 4) on the stream.
+ * One pass over at most `sizeAtOpen` bytes of the tail from offset 0, in reads of at most 1 MiB
+ * into the hasher's reusable slots. Each filled slot goes to the hasher (a worker thread for a
+ * large tail) and to `sink` (the archive writer) at once, and its CRC-32 is taken natively while
+ * both run, so reading ahead, hashing and writing overlap and memory stays the few slots whatever
+ * the tail's size. Later appends are never included; an early EOF (a truncated tail) ends the copy
+ * short. A read error is a SnapshotError (exit 4); a sink error propagates as it is. Returns once
+ * every byte has been hashed and written.
  */
-export function boundedTailStream(
+export async function copyBounded(
   tail: OpenTail,
-  io: SourceIo = defaultSourceIo,
-): { stream: Readable; done: Promise<CopyResult> } {
-  let settle!: (result: CopyResult) => void;
-  let fail!: (error: unknown) => void;
-  const done = new Promise<CopyResult>((resolvePromise, rejectPromise) => {
-    settle = resolvePromise;
-    fail = rejectPromise;
-  });
-  done.catch(() => undefined);
-  async function* chunks(): AsyncGenerator<Buffer> {
-    const hash = createHash('sha256');
-    let position = 0;
-    try {
-      while (position < tail.sizeAtOpen) {
-        const buffer = Buffer.allocUnsafe(Math.min(READ_CHUNK_BYTES, tail.sizeAtOpen - position));
+  io: SourceIo,
+  hasher: ChunkHasher,
+  sink: (chunk: Buffer, position: number) => Promise<unknown>,
+): Promise<CopyResult> {
+  const slots = pipelineSlots(hasher.slots);
+  let position = 0;
+  let crc = 0;
+  let next = 0;
+  try {
+    for (let eof = false; !eof && position < tail.sizeAtOpen; ) {
+      const slot = slots[next]!;
+      next = (next + 1) % slots.length;
+      await slot.busy;
+      const room = Math.min(slot.buffer.length, tail.sizeAtOpen - position);
+      let filled = 0;
+      while (filled < room) {
+        const want = Math.min(READ_CHUNK_BYTES, room - filled);
         let bytesRead: number;
         try {
-          bytesRead = await io.read(tail.handle, buffer, position);
+          bytesRead = await io.read(tail.handle, slot.buffer.subarray(filled, filled + want), position + filled);
         } catch (error) {
           throw new SnapshotError(EXIT.source, `cannot read ${tail.path}: ${osErrorText(error)}`);
         }
-        if (bytesRead === 0) break;
-        const chunk = bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead);
-        hash.update(chunk);
-        position += bytesRead;
-        yield chunk;
+        if (bytesRead === 0) {
+          eof = true;
+          break;
+        }
+        filled += bytesRead;
       }
-    } catch (error) {
-      fail(error);
-      throw error;
+      if (filled === 0) break;
+      const chunk = slot.buffer.subarray(0, filled);
+      const hashed = hasher.update(chunk);
+      crc = crc32(chunk, crc);
+      slot.busy = keep(Promise.all([hashed, sink(chunk, position)]));
+      position += filled;
     }
-    settle({ bytesCopied: position, sha256: hash.digest('hex') });
+    for (const slot of slots) await slot.busy;
+  } catch (error) {
+    await drain(slots);
+    throw error;
   }
-  return { stream: Readable.from(chunks(), { objectMode: false }), done };
+  return { bytesCopied: position, sha256: await hasher.digest(), crc32: crc >>> 0 };
 }

@@ -35,7 +35,7 @@ when it was opened is copied; a tail still growing is cut at that size.`,
     {
       code: EXIT.publish,
       meaning:
-        'destination unusable: group/world-accessible (`Fix with: chmod 700 <dir>`), cannot be created, no private temporary file possible; or the hard link failed for a non-collision reason (never falls back to rename/copy)',
+        'destination unusable: group/world-accessible (with advice that is safe for that directory), cannot be created, no private temporary file possible; or the hard link failed for a non-collision reason (never falls back to rename/copy)',
     },
     { code: EXIT.internal, meaning: 'internal error (a bug)' },
   ],

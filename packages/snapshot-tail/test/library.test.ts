@@ -356,7 +356,7 @@ describe('publication and cleanup', () => {
       EXIT.publish,
     );
     expect(error.message).toMatch(
-      /^cannot publish by hard link \(PermissionError: \[Errno 1\] Operation not permitted: '.*\/\.snap-[0-9a-f]+\.part' -> '.*\/x\.zip'\); not falling back to a replacing operation$/,
+      /^cannot publish by hard link \(PermissionError: \[Errno 1\] Operation not permitted: '.*\/\.snap-part\.snapshot-tail-\d+-[0-9a-f]{16}\.tmp' -> '.*\/x\.zip'\); not falling back to a replacing operation$/,
     );
     expect(links).toBe(1);
     expect(existsSync(output)).toBe(false);
@@ -375,7 +375,7 @@ describe('publication and cleanup', () => {
     });
     expect(unlinks).toBe(1);
     expect(existsSync(output)).toBe(true);
-    expect(outcome.warning).toMatch(/^published, but the temporary file .*\/\.snap-[0-9a-f]+\.part remains: \[Errno 16\]/);
+    expect(outcome.warning).toMatch(/^published, but the temporary file .*\/\.snap-part\.snapshot-tail-\d+-[0-9a-f]{16}\.tmp remains: \[Errno 16\]/);
     expect(tempLeftovers(join(root, 'd'))).toHaveLength(1);
   });
 

@@ -155,17 +155,27 @@ function isBrokenPipe(error: unknown): boolean {
  * error. runBin listens for 'error' on stdout and stderr, so a write to a closed pipe never
  * throws or prints a trace; later output is dropped, and the command's exit code stands
  * (or `brokenPipeExitCode` when given). Any other stream failure is an internal error (70).
+ * Idempotent: runBin and commandMain both call it.
  */
-function guardStreams(state: { brokenPipe: boolean }): void {
+const streamState = { guarded: false, brokenPipe: false };
+
+export function guardStreams(): void {
+  if (streamState.guarded) return;
+  streamState.guarded = true;
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (error: NodeJS.ErrnoException) => {
       if (isBrokenPipe(error)) {
-        if (stream === process.stdout) state.brokenPipe = true;
+        if (stream === process.stdout) streamState.brokenPipe = true;
         return;
       }
       process.exitCode = EXIT_INTERNAL;
     });
   }
+}
+
+/** Whether stdout's reader went away during this process. */
+export function stdoutBroken(): boolean {
+  return streamState.brokenPipe;
 }
 
 /**
@@ -195,6 +205,7 @@ export function commandMain(
   run: (argv: string[]) => Promise<number | void> | number | void,
 ): (argv: string[]) => Promise<void> {
   return async (argv) => {
+    guardStreams();
     try {
       const code = await run(argv);
       if (typeof code === 'number') process.exitCode = code;
@@ -213,9 +224,8 @@ export function commandMain(
 export async function runBin(options: RunBinOptions): Promise<void> {
   const argv = options.argv ?? process.argv.slice(2);
   const env = options.env ?? process.env;
-  const state = { brokenPipe: false };
   closeDebuggerDoor();
-  guardStreams(state);
+  guardStreams();
   try {
     const versionFlags = options.versionFlags ?? ['--version'];
     if (argv.length === 1 && versionFlags.includes(argv[0] as string)) {
@@ -227,7 +237,7 @@ export async function runBin(options: RunBinOptions): Promise<void> {
     const code = await command.main(argv);
     if (typeof code === 'number') process.exitCode = code;
   } catch (error) {
-    if (reportFailure(options.name, error, env)) state.brokenPipe = true;
+    if (reportFailure(options.name, error, env)) streamState.brokenPipe = true;
   }
-  if (state.brokenPipe && options.brokenPipeExitCode !== undefined) process.exitCode = options.brokenPipeExitCode;
+  if (streamState.brokenPipe && options.brokenPipeExitCode !== undefined) process.exitCode = options.brokenPipeExitCode;
 }

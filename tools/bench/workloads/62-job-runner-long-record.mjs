@@ -1,0 +1,45 @@
+// One very long pi record (a stdout line): the runner's time and peak memory for a 100 MB line
+// beside a 10 MB one. Linear reading shows at most about 10x in time; memory stays near the
+// 10 MB run's, because a record over the 16 MiB limit is dropped as it streams.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const title = 'job-runner: one pi record of 100 MB beside one of 10 MB (time and runner peak memory)';
+
+export async function run(ctx) {
+  const bin = join(ctx.repoRoot, 'packages', 'job-runner', 'bin', 'prun-job.js');
+  const standIn = join(ctx.repoRoot, 'packages', 'job-runner', 'test', 'fixtures', 'stand-in-pi.mjs');
+  const root = ctx.tempDir('prun-bench-line-');
+  const project = join(root, 'project');
+  mkdirSync(project, { recursive: true });
+  const env = { ...process.env, XDG_STATE_HOME: join(root, 'state'), PI_CODING_AGENT_DIR: join(root, 'agent'), MULTI_AGENT_PI_BIN: standIn, PWD: project };
+  let serial = 0;
+  /** One foreground run whose pi sends one record of `bytes`; the stand-in times the runner's read. */
+  const once = (bytes) => {
+    serial += 1;
+    const report = join(root, `report-${serial}.json`);
+    execFileSync(process.execPath, [bin, 'run', '--name', `line-${serial}`, 'bench'], {
+      cwd: project,
+      env: { ...env, STANDIN_MODE: 'line', STANDIN_LINE_BYTES: String(bytes), STANDIN_REPORT: report },
+      stdio: 'ignore',
+    });
+    return JSON.parse(readFileSync(report, 'utf8'));
+  };
+  const median = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const sample = (bytes) => {
+    const runs = [1, 2, 3].map(() => once(bytes));
+    return { ms: median(runs.map((r) => r.ms)), peakMiB: median(runs.map((r) => r.runnerPeakKb)) / 1024 };
+  };
+  once(1_000_000);
+  const small = sample(10_000_000);
+  const large = sample(100_000_000);
+  ctx.report([
+    { label: 'a 10 MB record, read and parsed (baseline)', ms: small.ms },
+    { label: 'a 100 MB record, streamed past', ms: large.ms },
+  ]);
+  ctx.report([
+    { label: 'runner peak RSS, 10 MB record (baseline)', value: small.peakMiB, unit: 'MiB' },
+    { label: 'runner peak RSS, 100 MB record', value: large.peakMiB, unit: 'MiB' },
+  ]);
+}

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkPackage } from './meta.mjs';
+import { checkPackage, staleOutputs } from './meta.mjs';
 import { outputMatches, parseGuide } from './guide.mjs';
 import { withSizes } from './sizes.mjs';
 import { dependencyOrder, expectedMetadata } from './workspace.mjs';
@@ -38,6 +38,12 @@ export function selfTest() {
     assert.match(problems({ ...good, files: ['dist', 'src'] }).join('\n'), /files entry src ships something that does not run/u);
     assert.match(problems({ ...good, repository: { type: 'git', url: 'https://example.invalid/prun.git' } }).join('\n'), /repository should be/u);
     assert.match(problems({ ...good, dependencies: { ...good.dependencies, zod: '4.0.0' } }).join('\n'), /zod@4\.0\.0 is not in the local registry's mirror/u);
+    mkdirSync(join(dir, 'src', 'commands'), { recursive: true });
+    writeFileSync(join(dir, 'src', 'index.ts'), '');
+    writeFileSync(join(dir, 'src', 'commands', 'run.ts'), '');
+    mkdirSync(join(dir, 'dist', 'commands'));
+    for (const file of ['index.d.ts', 'commands/run.js', 'commands.js']) writeFileSync(join(dir, 'dist', file), '');
+    assert.deepEqual(staleOutputs(dir), ['dist/commands.js']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -12,6 +12,11 @@ function ratio(row, base) {
   return row === base ? 'baseline' : `×${(row.ms / base.ms).toFixed(2)}`;
 }
 
+function cpu(row, base) {
+  if (row.cpuMs === null || row.cpuMs === undefined || !base?.cpuMs) return 'n/a';
+  return row === base ? 'baseline' : `×${(row.cpuMs / base.cpuMs).toFixed(2)}`;
+}
+
 function rss(row, base) {
   if (row.rssMiB === null || row.rssMiB === undefined) return 'n/a';
   if (row === base || !base?.rssMiB) return `${row.rssMiB.toFixed(1)} MiB`;
@@ -25,9 +30,13 @@ export function renderBlock(tables, date = new Date()) {
   for (const table of tables) {
     const base = table.rows[0];
     const rssBase = table.rows[table.rssBaseline ?? 0];
-    lines.push(`**${table.title}**`, '', '| measurement | time | peak RSS |', '|---|---|---|');
-    for (const row of table.rows) lines.push(`| ${row.readmeLabel ?? row.label} | ${ratio(row, base)} | ${rss(row, rssBase)} |`);
-    lines.push('', `Time: median wall time as a ratio to "${base.readmeLabel ?? base.label}"; peak RSS in brackets: the difference to "${rssBase.readmeLabel ?? rssBase.label}".${table.note ? ` ${table.note}` : ''}`, '');
+    lines.push(`**${table.title}**`, '', '| measurement | wall time | CPU time | peak RSS |', '|---|---|---|---|');
+    for (const row of table.rows) lines.push(`| ${row.readmeLabel ?? row.label} | ${ratio(row, base)} | ${cpu(row, base)} | ${rss(row, rssBase)} |`);
+    lines.push(
+      '',
+      `Wall and CPU (user + system) time: medians as ratios to "${base.readmeLabel ?? base.label}"; peak RSS in brackets: the difference to "${rssBase.readmeLabel ?? rssBase.label}".${table.note ? ` ${table.note}` : ''}`,
+      '',
+    );
   }
   lines.push(`All rows of a table measured in one run, interleaved, medians; ${machineLine()}, ${date.toISOString().slice(0, 10)}.`, '', END);
   return lines.join('\n');

@@ -1,33 +1,30 @@
-import { readFileSync } from 'node:fs';
-import { closeDebuggerDoor } from '@prun/kit/cli';
+import { closeDebuggerDoor, formatInternalError, packageVersion } from '@prun/kit/cli';
 import { HELP } from './help.js';
 import { dispatch } from './run.js';
-import { MESSAGE_PREFIX } from './settings.js';
 
-function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
-  return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
-}
+/** Messages and internal errors carry the original's name: coordinators grep these texts. */
+const MESSAGE_NAME = 'dispatch-task-agy';
+const MANIFEST = new URL('../package.json', import.meta.url);
 
+/**
+ * The bin's command, run by @prun/kit/cli's runBin (which closes the SIGUSR1 debugger door and
+ * owns the EPIPE policy) from the shim or from `prun dispatch`. It never returns: see below.
+ */
 export async function main(argv: string[]): Promise<void> {
-  // SIGUSR1 would open an inspector on 127.0.0.1:9229 in the process that holds the
-  // unscrubbed environment.
+  // Also when main is called without runBin (tools/main-as-nobody.mjs): SIGUSR1 would open an
+  // inspector in the process that holds the unscrubbed environment. Idempotent.
   closeDebuggerDoor();
-  // Last line of defence: whatever escapes the dispatcher's own handling is one line, not a trace.
+  // Last line of defence: an error thrown in an event callback is one line, not a trace.
   process.on('uncaughtException', (error) => {
-    process.stderr.write(`${MESSAGE_PREFIX}internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(formatInternalError(MESSAGE_NAME, error));
     process.exit(70);
   });
-  // A reader that went away (EPIPE) loses our messages, never the unit: the exit code stays the
-  // outcome, which is what a batch or coordinator reads.
-  process.stdout.on('error', () => undefined);
-  process.stderr.on('error', () => undefined);
   const code = await dispatch(argv, {
     env: process.env,
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
     help: () => HELP,
-    version: packageVersion,
+    version: () => packageVersion(MANIFEST),
     holdSignalsUntilExit: true,
   });
   process.exitCode = code;

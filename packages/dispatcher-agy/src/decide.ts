@@ -3,7 +3,8 @@
  * and what to publish once the worker is gone. No I/O here; run.ts does that.
  */
 import { parseJsonLenient } from '@prun/quota';
-import { pyStrip, resultShapeLines } from '@prun/unit-state';
+import { PY_WHITESPACE_RUN, pyStrip, splitLines as pySplitlinesKit } from '@prun/kit/py';
+import { resultShapeLines } from '@prun/unit-state';
 import { z } from 'zod';
 import type { Mode } from './args.js';
 
@@ -136,11 +137,7 @@ export function readEventStream(text: string): StreamReading {
   return reading;
 }
 
-// Python's `str.split()` separators (str.isspace): unlike JS `\s`, they include \x1c-\x1f and
-// \x85 and exclude U+FEFF.
-const PY_WHITESPACE_RUN = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/g;
-
-/** Python's `" ".join(text.split())`. */
+/** Python's `" ".join(text.split())` (kit's Python whitespace, not JS `\s`). */
 function collapseWhitespace(text: string): string {
   return pyStrip(text.replace(PY_WHITESPACE_RUN, ' '));
 }
@@ -254,15 +251,8 @@ export function decideOutcome({ end, reading, workerWrote }: OutcomeInput): Outc
   return { code, reason, publish: { kind: 'fallback' }, refreshQuota };
 }
 
-// Python's str.splitlines() boundaries: more than the universal newlines a file iteration uses.
-const PY_LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
-
-/** Python's `str.splitlines()` (no line ends kept). */
-export function pySplitlines(text: string): string[] {
-  const lines = text.split(PY_LINE_BREAK);
-  if (lines[lines.length - 1] === '') lines.pop();
-  return lines;
-}
+/** Python's `str.splitlines()` (no line ends kept): @prun/kit/py's, under the name this package exports. */
+export const pySplitlines: (text: string) => string[] = pySplitlinesKit;
 
 /** The last `count` lines of a capture, for the stderr echo (the original's `read_text().splitlines()`). */
 export function lastLines(text: string, count: number = TAIL_ECHO_LINES): string[] {

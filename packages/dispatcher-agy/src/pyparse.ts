@@ -1,4 +1,4 @@
-import { pyStrip } from '@prun/unit-state';
+import { pyStrip } from '@prun/kit/py';
 
 /**
  * Python's `int(text)` for base 10: surrounding whitespace, one sign, `_` between digits and

@@ -4,9 +4,10 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, statSync, writeFileSync, writeSync } from 'node:fs';
-import { readHead } from '@prun/kit/fs';
+import { CliError, STOP_SIGNALS, signalExitCode } from '@prun/kit/cli';
+import { readHead, removeStaleTemps } from '@prun/kit/fs';
 import { constants as osConstants } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { formatWithheld, scrubEnv } from '@prun/env-scrub';
 import {
   DEFAULT_MODEL,
@@ -53,13 +54,12 @@ import {
 } from './decide.js';
 import { isolationRecord, planLaunch, type LaunchPlan } from './isolation.js';
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
-import { MESSAGE_PREFIX, type PreflightSettings, parsePreflightSettings } from './settings.js';
+import { MESSAGE_PREFIX, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
 import { WorkerProcess, type WorkerExit } from './worker.js';
 
 /** Temp files of atomic publication carry this tag. */
 const PUBLISH_TAG = 'dispatch-task-agy';
-const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 export interface DispatchIo {
   env: NodeJS.ProcessEnv;
@@ -75,14 +75,9 @@ export interface DispatchIo {
   holdSignalsUntilExit?: boolean;
 }
 
-/** Internal failure that must end the dispatch with one message (never a stack trace). */
-class Stop extends Error {
-  constructor(
-    readonly reason: string,
-    readonly exitCode: number,
-  ) {
-    super(reason);
-  }
+/** A failure that ends the dispatch with one message and its exit code (never a stack trace). */
+function stop(reason: string, exitCode: number): CliError {
+  return new CliError(reason, { exitCode });
 }
 
 interface Unit {
@@ -154,7 +149,7 @@ class Dispatch {
   }
 
   installSignalHandlers(): void {
-    for (const signal of FORWARDED_SIGNALS) {
+    for (const signal of STOP_SIGNALS) {
       const handler = (): void => this.onSignal(signal);
       this.handlers.set(signal, handler);
       process.on(signal, handler);
@@ -212,7 +207,7 @@ class Dispatch {
   }
 
   onSignal(signal: NodeJS.Signals): void {
-    const code = 128 + signalNumber(signal);
+    const code = signalExitCode(signal);
     switch (this.phase) {
       case 'validating':
         // Nothing has been created or started yet: leave as the default action would.
@@ -297,7 +292,7 @@ export async function dispatch(argv: readonly string[], io: DispatchIo): Promise
   try {
     return await dispatchSteps(run, argv);
   } catch (error) {
-    const [reason, code] = error instanceof Stop ? [error.reason, error.exitCode] : [`internal error: ${errorText(error)}`, 70];
+    const [reason, code] = error instanceof CliError ? [error.message, error.exitCode] : [`internal error: ${errorText(error)}`, 70];
     if (run.unit !== null) return run.failEarly(reason, code);
     run.say(reason);
     return code;
@@ -350,6 +345,9 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
   }
   run.unit = unit;
   run.phase = 'prelaunch';
+  // A dispatcher killed mid-publication leaves its temp file beside the result; the next
+  // dispatch into the same directory removes it (never a live writer's).
+  removeStaleTemps(dirname(config.resultPath), { tag: PUBLISH_TAG });
   io.stdout(formatStateDirLine(unit.stateDir));
 
   const model = await routeAndPreflight(run, config);
@@ -388,7 +386,7 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
   const env = run.io.env;
   const pinned = config.namedModel !== '';
   const decision = route(config.model, pinned, await loadStatesIfNeeded(config.model, env), env);
-  if (decision.block !== undefined) throw new Stop(decision.block, QUOTA_EXHAUSTED_EXIT);
+  if (decision.block !== undefined) throw stop(decision.block, QUOTA_EXHAUSTED_EXIT);
   if (decision.note !== undefined) {
     run.say(decision.note);
     run.writeState(STATE_FILES.quotaNote, `${decision.note}\n`);
@@ -402,7 +400,7 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
   if (noteLine !== null) appendFileSync(run.statePath(STATE_FILES.quotaNote), `${noteLine}\n`);
   if (modelPool(final) !== modelPool(routed)) {
     const block = recheckAfterFallback(final, await loadStatesIfNeeded(final, env), env);
-    if (block !== null) throw new Stop(block, QUOTA_EXHAUSTED_EXIT);
+    if (block !== null) throw stop(block, QUOTA_EXHAUSTED_EXIT);
   }
   return final;
 }
@@ -410,20 +408,18 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
 /** §8.1: `--version`, `models`, resolution. Returns the final model or throws a Stop. */
 async function preflight(run: Dispatch, config: DispatchConfig, routed: string): Promise<string> {
   const env = run.io.env;
-  let settings: PreflightSettings;
-  try {
-    settings = parsePreflightSettings(env);
-  } catch (error) {
-    if (error instanceof UsageError) throw new Stop(error.message, error.exitCode);
-    throw error;
-  }
+  // A bad value is a UsageError (a CliError): the dispatch ends with its message, after STATE-DIR.
+  const settings = parsePreflightSettings(env);
   if (settings.timeoutSeconds === null) return routed;
   const timeoutSeconds = settings.timeoutSeconds;
 
   const parts: string[] = [];
   const writeTail = (): void => run.writeState(STATE_FILES.preflightTail, parts.join('\n'));
   const step = async (args: string[]): Promise<CapturedRun> => {
-    const result = await runCaptured(config.exe, args, {
+    // Under the kernel's parent-death signal too: a preflight command must not outlive a
+    // killed dispatcher either.
+    const command = run.plan?.parentDeath === true ? ['setpriv', '--pdeathsig', 'KILL', '--', config.exe, ...args] : [config.exe, ...args];
+    const result = await runCaptured(command[0]!, command.slice(1), {
       env,
       cwd: config.cwd,
       timeoutMs: timeoutSeconds * 1000,
@@ -433,14 +429,14 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
     });
     if (result.timedOut) {
       writeTail();
-      throw new Stop(`preflight timed out after ${timeoutSeconds}s`, 124);
+      throw stop(`preflight timed out after ${timeoutSeconds}s`, 124);
     }
-    if (result.launchError !== null) throw new Stop(`could not launch Antigravity preflight: ${result.launchError}`, 70);
+    if (result.launchError !== null) throw stop(`could not launch Antigravity preflight: ${result.launchError}`, 70);
     // The original captures preflight output in text mode: CRLF and lone CR arrive as LF.
     parts.push(universalNewlines(result.stdout), universalNewlines(result.stderr));
     if (result.code !== 0) {
       writeTail();
-      throw new Stop("Antigravity preflight failed; run 'agy' interactively and sign in", 70);
+      throw stop("Antigravity preflight failed; run 'agy' interactively and sign in", 70);
     }
     return result;
   };
@@ -454,7 +450,7 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
   });
   for (const event of outcome.events) run.say(event.line);
   writeTail();
-  if (outcome.unavailable) throw new Stop(outcome.reason ?? `model '${outcome.model}' is unavailable to this Antigravity account`, 70);
+  if (outcome.unavailable) throw stop(outcome.reason ?? `model '${outcome.model}' is unavailable to this Antigravity account`, 70);
   return outcome.model;
 }
 
@@ -499,11 +495,11 @@ async function runWorker(run: Dispatch, command: string[], env: Record<string, s
   try {
     worker = WorkerProcess.spawn({ plan: run.plan!, command, env, cwd, dispatcherPid: process.pid }, osConstants.signals);
   } catch (error) {
-    throw new Stop(`failed to launch Antigravity CLI: ${errorText(error)}`, 70);
+    throw stop(`failed to launch Antigravity CLI: ${errorText(error)}`, 70);
   }
   if (!worker.launched) {
     const start = await worker.started;
-    throw new Stop(`failed to launch Antigravity CLI: ${start.kind === 'launch-failed' ? start.why : 'no process'}`, 70);
+    throw stop(`failed to launch Antigravity CLI: ${start.kind === 'launch-failed' ? start.why : 'no process'}`, 70);
   }
   run.worker = worker;
   run.phase = 'running';
@@ -513,7 +509,7 @@ async function runWorker(run: Dispatch, command: string[], env: Record<string, s
     await worker.finished();
     if (start.kind === 'busy') return { end: { kind: 'busy', dir: cwd } };
     // As in the original, a launch failure leaves no `tail`.
-    throw new Stop(`failed to launch Antigravity CLI: ${start.why}`, 70);
+    throw stop(`failed to launch Antigravity CLI: ${start.why}`, 70);
   }
   try {
     run.writeState(STATE_FILES.workerPid, `${worker.workerPid}\n`);

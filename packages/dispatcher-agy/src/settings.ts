@@ -4,7 +4,9 @@
  * command line. Pure and cheap to import: no process, no file system.
  */
 import { fileURLToPath } from 'node:url';
-import { isValidUnitId, pyStrip } from '@prun/unit-state';
+import { CliError } from '@prun/kit/cli';
+import { pyStrip } from '@prun/kit/py';
+import { isValidUnitId } from '@prun/unit-state';
 import type { Mode } from './args.js';
 import type { IsolationSetting } from './isolation.js';
 import { parseNonNegativeSeconds, parsePositiveSeconds } from './pyparse.js';
@@ -28,13 +30,13 @@ export const MAX_CONVERSATION_ID_BYTES = 64 * 1024;
 /** Every message starts with the original's name: coordinators grep these texts. */
 export const MESSAGE_PREFIX = 'dispatch-task-agy: ';
 
-/** A refusal with the dispatcher's own message (without MESSAGE_PREFIX) and exit code. */
-export class UsageError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number = 2,
-  ) {
-    super(message);
+/**
+ * A refusal with the dispatcher's own message (without MESSAGE_PREFIX) and exit code: kit's one
+ * error type, under the name callers of this package already catch.
+ */
+export class UsageError extends CliError {
+  constructor(message: string, exitCode: number = 2) {
+    super(message, { exitCode });
     this.name = 'UsageError';
   }
 }

@@ -1,7 +1,8 @@
 import { existsSync, lstatSync, readlinkSync, statSync } from 'node:fs';
 import { readHead } from '@prun/kit/fs';
 import { isAbsolute, join } from 'node:path';
-import { isValidUnitId, pyStrip } from '@prun/unit-state';
+import { pyStrip } from '@prun/kit/py';
+import { isValidUnitId } from '@prun/unit-state';
 import type { Mode, ParsedArgs } from './args.js';
 import { type LaunchSettings, MAX_CONVERSATION_ID_BYTES, MAX_PROMPT_BYTES, NO_BINARY_EXIT, NO_BINARY_MESSAGE, UNIT_ID_MESSAGE, UsageError, parseLaunchSettings } from './settings.js';
 

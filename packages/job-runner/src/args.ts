@@ -1,6 +1,8 @@
 // Argument parsing as in the original: `--opt value`, `--opt=value`, flags and positionals.
 import { readFileSync } from 'node:fs';
+import { commandAt } from '@prun/kit/spec';
 import { usageError } from './errors.js';
+import { SPEC } from './spec.js';
 import { BACKGROUND_TIMEOUT_S, parseFloatStrict } from './timing.js';
 
 export interface ParsedArgs {
@@ -9,7 +11,26 @@ export interface ParsedArgs {
   positional: string[];
 }
 
-export function parseArgs(argv: readonly string[], withValue: readonly string[], flags: readonly string[]): ParsedArgs {
+/**
+ * The options `command` accepts, as its declaration (spec.ts) lists them: those that take a
+ * value, and flags (long and short spellings each).
+ */
+export function declaredOptions(command: string): { withValue: string[]; flags: string[] } {
+  const options = commandAt(SPEC, [command])?.options ?? [];
+  const spellings = (taking: boolean) =>
+    options.filter((option) => (option.value !== undefined) === taking).flatMap((option) => [option.long, ...(option.short ? [option.short] : [])]);
+  return { withValue: spellings(true), flags: spellings(false) };
+}
+
+/**
+ * Parses a command's argv as the original does (`--opt value`, `--opt=value`, flags, `--`, its
+ * messages), accepting exactly the options the command's declaration lists.
+ */
+export function parseArgs(argv: readonly string[], command: string): ParsedArgs;
+/** The same with explicit option lists (the unit tests' form). */
+export function parseArgs(argv: readonly string[], withValue: readonly string[], flags: readonly string[]): ParsedArgs;
+export function parseArgs(argv: readonly string[], commandOrValued: string | readonly string[], flagList: readonly string[] = []): ParsedArgs {
+  const { withValue, flags } = typeof commandOrValued === 'string' ? declaredOptions(commandOrValued) : { withValue: commandOrValued, flags: flagList };
   const parsed: ParsedArgs = { values: new Map(), flags: new Set(), positional: [] };
   let onlyPositional = false;
   for (let i = 0; i < argv.length; i += 1) {

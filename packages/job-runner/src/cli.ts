@@ -2,8 +2,10 @@
 // Each command's module is loaded only when that command runs, so a small command starts fast.
 import { readFileSync } from 'node:fs';
 import { CliError, closeDebuggerDoor, formatInternalError, packageVersion } from '@prun/kit/cli';
+import { commandAt, renderHelp } from '@prun/kit/spec';
 import type { Command, Context } from './commands/context.js';
 import { CommandError, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE } from './errors.js';
+import { SPEC } from './spec.js';
 import { timingsFromEnv } from './timing.js';
 
 const BIN = 'prun-job';
@@ -25,48 +27,6 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   __names: async () => (await import('./commands/completion.js')).cmdNames,
 };
 
-export const USAGE = `Usage:
-  prun-job run      [options] (PROMPT | -)
-  prun-job resume   NAME [--background] [--timeout S] (PROMPT | -)
-  prun-job wait     NAME [--timeout S] [--json]
-  prun-job result   NAME [--json]
-  prun-job steer    NAME (MESSAGE | -)
-  prun-job abort    NAME
-  prun-job kill     (NAME | --all)
-  prun-job status   NAME [--json]
-  prun-job peek     NAME [-n N] [-f]
-  prun-job list     [--all] [--json]
-  prun-job profiles
-  prun-job rm       NAME
-  prun-job completion (bash | zsh)
-
-Options for run:
-  --profile P     which agent profile to use, any case (default: general-purpose)
-  --name N        the job's name (default: the profile's name and 4 hex digits)
-  --background    start the job and return at once; the job keeps running
-  --timeout S     stop the run after S seconds of wall time (0: no limit; default
-                  3600 for a background job, no limit in the foreground)
-  --fork          begin from a copy of the calling agent's session ($PI_SESSION_FILE)
-  --model M       model pattern for the agent (pi's --model)
-  --thinking L    thinking level for the agent (pi's --thinking)
-  --cwd DIR       the agent's working directory (default: this one)
-
-Other options:
-  --json          One JSON document instead of text (status, list, wait, result)
-  -f, --follow    peek: keep printing progress until the job stops running
-
-A PROMPT or MESSAGE of \`-\` is read from stdin.
-
-Exit codes:
-  0   ok (for wait and result: the job is done)
-  1   failure, or the job ended other than done
-  2   wait --timeout passed and the job is still running
-  64  usage error
-  70  internal error
-
-Environment: MULTI_AGENT_PI_BIN (pi program), MULTI_AGENT_MAX_DEPTH (default 2),
-MULTI_AGENT_TIME_SCALE, XDG_STATE_HOME, PI_CODING_AGENT_DIR, PI_SESSION_FILE.
-Jobs are shared with multi_agent.py: either program can manage the other's jobs.`;
 
 function note(message: string): void {
   process.stderr.write(`${BIN}: ${message}\n`);
@@ -129,11 +89,11 @@ async function dispatch(argv: string[]): Promise<number> {
   if (process.platform === 'win32') throw new CommandError('Windows is not supported');
   const [command, ...rest] = argv;
   if (command === undefined) {
-    process.stderr.write(USAGE + '\n');
+    process.stderr.write(renderHelp(SPEC));
     return EXIT_USAGE;
   }
   if (command === '-h' || command === '--help' || command === 'help') {
-    write(USAGE + '\n');
+    write(renderHelp(SPEC));
     return EXIT_OK;
   }
   if (command === '--version' || command === '-V') {
@@ -148,7 +108,7 @@ async function dispatch(argv: string[]): Promise<number> {
     return EXIT_USAGE;
   }
   if (wantsHelp(rest)) {
-    write(USAGE + '\n');
+    write(renderHelp(SPEC, commandAt(SPEC, [command]) ? [command] : []));
     return EXIT_OK;
   }
   const ctx: Context = {

@@ -83,6 +83,8 @@ const COMMANDS: readonly CommandSpec[] = [
 export const SPEC: BinSpec = {
   name: 'prun-job',
   summary: 'named pi agent jobs: run, resume, wait, result, steer, abort, kill, list',
+  // One line per command, from the commands' own usage.
+  usage: COMMANDS.filter((command) => !command.hidden).map((command) => `${command.name.padEnd(8)} ${command.usage?.[0] ?? ''}`.trimEnd()),
   usageExit: EXIT_USAGE,
   jobNames: 'prun-job __names',
   commands: COMMANDS,

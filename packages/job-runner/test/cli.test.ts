@@ -298,6 +298,7 @@ COMP_WORDS=(prun-job ste); COMP_CWORD=1; _prun_job; echo "commands: \${COMPREPLY
     bash.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     await new Promise((resolve) => bash.on('close', resolve));
     expect(out).toBe('names: alpha-1 alpha-2\ncommands: steer\n');
-    expect((await w.job(['completion', 'fish'])).code).toBe(64);
+    expect((await w.job(['completion', 'fish'])).stdout).toContain("complete -c prun-job -f -a '(__prun_job_complete)'");
+    expect((await w.job(['completion', 'tcsh'])).code).toBe(64);
   });
 });

@@ -1,6 +1,7 @@
 // Each Python-compatibility helper against python3 itself, over generated inputs. All cases go
 // to one python3 process, so the whole file costs one start-up.
 import { spawnSync } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, test } from 'vitest';
@@ -8,6 +9,8 @@ import { which } from '@prun/kit/fs';
 import {
   expandUser,
   isPyPrintable,
+  pyErrorName,
+  pyExceptionName,
   pyFloatRepr,
   pyJsonDumps,
   pyJsonLoads,
@@ -73,10 +76,12 @@ interface Answers {
   unassigned: string[][];
   dumps: string[][];
   expanduser: string[];
+  errno: Array<string | null>;
 }
 
 const strings = fc.sample(text, { numRuns: RUNS, seed });
 const values = fc.sample(value, { numRuns: RUNS, seed });
+const errnos = Object.keys(osConstants.errno);
 const homeCases = HOMES.flatMap((home) => PATHS.map((path) => ({ home, path })));
 let answers: Answers;
 
@@ -89,7 +94,7 @@ function transport(item: unknown): string {
 beforeAll(() => {
   if (python === null) return;
   const result = spawnSync(python, [oracle], {
-    input: transport({ strings, values, expanduser: homeCases }),
+    input: transport({ strings, values, expanduser: homeCases, errnos }),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -142,6 +147,13 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
     });
   });
 
+  test("pyErrorName gives the OSError subclass Python raises for each of Node's errno names", () => {
+    errnos.forEach((name, index) => {
+      const expected = answers.errno[index];
+      if (expected !== null) expect(pyErrorName(name), name).toBe(expected);
+    });
+  });
+
   test('expandUser is os.path.expanduser', () => {
     homeCases.forEach((input, index) => {
       const env = input.home === null ? {} : { HOME: input.home };
@@ -151,6 +163,25 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
 });
 
 describe('@prun/kit/py without python3', () => {
+  test('pyErrorName and pyExceptionName give the class Python raises', () => {
+    expect(['ENOENT', 'EACCES', 'EPERM', 'ENOTDIR', 'EISDIR', 'ELOOP', 'EIO', 'ERR_INVALID_ARG_VALUE', 'NotARegularFile', 'EntryTooLarge'].map(pyErrorName)).toEqual([
+      'FileNotFoundError',
+      'PermissionError',
+      'PermissionError',
+      'NotADirectoryError',
+      'IsADirectoryError',
+      'OSError',
+      'OSError',
+      'ValueError',
+      'NotARegularFile',
+      'EntryTooLarge',
+    ]);
+    expect(pyExceptionName(Object.assign(new Error('x'), { code: 'ENOENT' }))).toBe('FileNotFoundError');
+    expect(pyExceptionName(new TypeError('x'))).toBe('TypeError');
+    expect(pyExceptionName(Object.assign(new Error('x'), { code: 'ERR_SOMETHING' }))).toBe('Error');
+    expect(pyExceptionName('thrown string')).toBe('Exception');
+  });
+
   test('pyFloatRepr writes floats as repr(float) does', () => {
     expect([5, 0.1, 1e-5, 1e16, 1.5e-7, 123.456, -0, NaN, Infinity].map(pyFloatRepr)).toEqual([
       '5.0',

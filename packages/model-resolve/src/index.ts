@@ -8,7 +8,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { which } from '@prun/kit/fs';
-import { expandUser, pySplit, pyStrip, splitLines } from '@prun/kit/py';
+import { expandUser, pyRepr, pySplit, pyStrip, splitLines } from '@prun/kit/py';
 
 export const DEFAULT_MODEL = 'gemini-3.8-flash-high';
 export const SECOND_MODEL = 'claude-sonnet-5-5-high';
@@ -267,29 +267,7 @@ export function quotaNoteLineFor(routed: string, final: string): string | null {
   return modelPool(routed) === modelPool(final) ? modelResolveLine(routed, final) : modelFallbackLine(routed, final);
 }
 
-// Python's str.isprintable() is false for these categories (space excepted).
-const NOT_PRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u;
-
-/** Python `repr()` of a str: single quotes unless the text has `'` and no `"`. */
-export function pyRepr(text: string): string {
-  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const char of text) {
-    if (char === quote || char === '\\') out += '\\' + char;
-    else if (char === '\t') out += '\\t';
-    else if (char === '\n') out += '\\n';
-    else if (char === '\r') out += '\\r';
-    else if (char !== ' ' && NOT_PRINTABLE.test(char)) out += escapeCodePoint(char.codePointAt(0) as number);
-    else out += char;
-  }
-  return out + quote;
-}
-
-function escapeCodePoint(code: number): string {
-  if (code < 0x100) return '\\x' + code.toString(16).padStart(2, '0');
-  if (code < 0x10000) return '\\u' + code.toString(16).padStart(4, '0');
-  return '\\U' + code.toString(16).padStart(8, '0');
-}
+export { pyRepr };
 
 // --- locating the agy binary (§4.1, POSIX) ------------------------------------------------------
 

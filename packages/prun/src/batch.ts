@@ -146,6 +146,9 @@ interface FollowUp {
   restate: boolean;
 }
 
+/** How long a unit waits when its dispatcher found an earlier worker still in its directory. */
+const BUSY_RETRY_MS = 5000;
+
 /** Ledger fields that describe a live dispatch and go when the unit stops running. */
 const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'stop_signal'] as const;
 
@@ -265,7 +268,7 @@ export class BatchRun {
         this.settings.progress(`done ${id}`);
         break;
       case 'deferred':
-        this.defer(id, base, outcome.note);
+        this.defer(id, base, outcome.note, outcome.refusal);
         break;
       case 'queued':
         this.record(id, { ...base, status: 'queued', ended_at: null, note: outcome.note });
@@ -279,9 +282,9 @@ export class BatchRun {
     this.wake?.();
   }
 
-  private defer(id: string, base: Partial<LedgerEntry>, reason: string): void {
+  private defer(id: string, base: Partial<LedgerEntry>, reason: string, refusal: 'quota' | 'busy'): void {
     const now = Date.now();
-    const retryAt = quotaRetryTime(reason, now) ?? now + this.settings.quotaWaitMs;
+    const retryAt = refusal === 'busy' ? now + BUSY_RETRY_MS : (quotaRetryTime(reason, now) ?? now + this.settings.quotaWaitMs);
     this.record(id, {
       ...base,
       status: 'deferred',
@@ -290,7 +293,9 @@ export class BatchRun {
       retry_at: new Date(retryAt).toISOString(),
       note: reason,
     });
-    if (!this.settings.quotaWait) {
+    if (refusal === 'busy') {
+      this.settings.message(`unit ${id} deferred for ${BUSY_RETRY_MS / 1000}s: ${reason}`);
+    } else if (!this.settings.quotaWait) {
       this.settings.message(`unit ${id} refused on quota (${reason}); stopping the batch (--no-quota-wait)`);
       this.stopping ??= 'quota';
     } else {
@@ -365,6 +370,9 @@ export class BatchRun {
         status: 'running',
         model: unit.model,
         mode,
+        // Absolute, whatever an older prun wrote.
+        prompt_file: promptFile,
+        result_file: this.paths.result(id),
         clone_dir: cloneDir,
         state_dir: null,
         started_at: nowIso(),
@@ -386,6 +394,8 @@ export class BatchRun {
       closeSync(out);
       closeSync(err);
     }
+    // A failed spawn also emits 'error'; it is handled below as a unit that could not start.
+    child.on('error', () => undefined);
     const pid = child.pid;
     if (pid === undefined) {
       this.failWithoutRun(id, 'could not start the dispatcher');

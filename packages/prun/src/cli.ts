@@ -1,17 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { closeDebuggerDoor, STOP_SIGNALS } from '@prun/kit/cli';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting, UsageError as SettingError } from '@prun/monitor';
-import { renderHelp } from '@prun/kit/spec';
+import { ArgvError, parseArgv, renderHelp } from '@prun/kit/spec';
 import { z } from 'zod';
 import { BatchRun, batchPaths, type BatchOutcome } from './batch.js';
 import { BatchError, EXIT } from './errors.js';
 import { createBatch, openBatch } from './open.js';
 import { CloneError, throwawayClone } from './clone.js';
 import { TOOL_COMMANDS } from './commands.js';
-import { completionScript, SHELLS, type Shell } from './completion.js';
+import { completionScript, type Shell } from './completion.js';
 import { fullSpec, OWN_SPEC } from './spec.js';
 import { PlanError } from './plan.js';
 import { batchStatus, renderStatus, renderTable } from './status.js';
@@ -65,39 +64,36 @@ function version(): string {
 const Positive = z.coerce.number().int().positive();
 const NonNegative = z.coerce.number().int().nonnegative();
 
+/** Parses one of prun's own commands by its declaration (spec.ts); a mistake is a usage error. */
+function parseOwn(command: string, argv: string[]) {
+  const parsed = parseArgv(OWN_SPEC, [command, ...argv]);
+  // -h/--help and --version were answered before the command ran.
+  if (parsed.kind !== 'run') throw new UsageError(`${command}: unexpected ${parsed.kind} request`);
+  return parsed;
+}
+
 function parseBatchArgs(argv: string[]) {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      dir: { type: 'string' },
-      jobs: { type: 'string' },
-      json: { type: 'boolean' },
-      'no-quota-wait': { type: 'boolean' },
-      'quota-wait': { type: 'string' },
-      resume: { type: 'string' },
-      'retry-failed': { type: 'string' },
-      help: { type: 'boolean' },
-    },
-  });
-  const jobs = values.jobs === undefined ? availableParallelism() : Positive.safeParse(values.jobs);
-  if (typeof jobs !== 'number' && !jobs.success) throw new UsageError(`--jobs must be a positive integer (got: ${values.jobs})`);
-  const quotaWait = values['quota-wait'] === undefined ? 300 : NonNegative.safeParse(values['quota-wait']);
+  const { options: values, positionals } = parseOwn('batch', argv);
+  const raw = (name: string): string | undefined => (values[name] === undefined ? undefined : String(values[name]));
+  const jobs = values['jobs'] === undefined ? availableParallelism() : Positive.safeParse(raw('jobs'));
+  if (typeof jobs !== 'number' && !jobs.success) throw new UsageError(`--jobs must be a positive integer (got: ${raw('jobs')})`);
+  const quotaWait = values['quota-wait'] === undefined ? 300 : NonNegative.safeParse(raw('quota-wait'));
   if (typeof quotaWait !== 'number' && !quotaWait.success) {
-    throw new UsageError(`--quota-wait must be a non-negative number of seconds (got: ${values['quota-wait']})`);
+    throw new UsageError(`--quota-wait must be a non-negative number of seconds (got: ${raw('quota-wait')})`);
   }
-  const modes = [positionals.length > 0, values.resume !== undefined, values['retry-failed'] !== undefined].filter(Boolean).length;
-  if (!values.help && modes !== 1) throw new UsageError('batch takes exactly one of PLAN, --resume DIR, or --retry-failed DIR');
-  if (positionals.length > 1) throw new UsageError(`batch takes one plan file (got: ${positionals.join(' ')})`);
-  if (values.dir !== undefined && positionals.length === 0) throw new UsageError('--dir goes with a new plan; --resume and --retry-failed name their directory');
+  const resume = raw('resume');
+  const retryFailed = raw('retry-failed');
+  const dir = raw('dir');
+  const modes = [positionals.length > 0, resume !== undefined, retryFailed !== undefined].filter(Boolean).length;
+  if (modes !== 1) throw new UsageError('batch takes exactly one of PLAN, --resume DIR, or --retry-failed DIR');
+  if (dir !== undefined && positionals.length === 0) throw new UsageError('--dir goes with a new plan; --resume and --retry-failed name their directory');
   return {
-    help: values.help === true,
     plan: positionals[0],
-    dir: values.dir,
-    resume: values.resume,
-    retryFailed: values['retry-failed'],
+    dir,
+    resume,
+    retryFailed,
     jobs: typeof jobs === 'number' ? jobs : jobs.data,
-    json: values.json === true,
+    json: values['json'] === true,
     quotaWait: values['no-quota-wait'] !== true,
     quotaWaitMs: (typeof quotaWait === 'number' ? quotaWait : quotaWait.data) * 1000,
   };
@@ -174,8 +170,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
 }
 
 function runStatus(argv: string[]): number {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { json: { type: 'boolean' }, help: { type: 'boolean' } } });
-  if (positionals.length !== 1) throw new UsageError('status takes one batch directory');
+  const { options: values, positionals } = parseOwn('status', argv);
   const dir = resolve(positionals[0]!);
   const status = batchStatus(dir);
   for (const warning of status.warnings) process.stderr.write(`${NAME}: ${warning}\n`);
@@ -188,16 +183,14 @@ function runStatus(argv: string[]): number {
 }
 
 function runClone(argv: string[]): number {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: { help: { type: 'boolean' } } });
-  if (positionals.length !== 2) throw new UsageError('clone takes REPO and DIR');
+  const { positionals } = parseOwn('clone', argv);
   process.stdout.write(`${throwawayClone(positionals[0]!, positionals[1]!)}\n`);
   return 0;
 }
 
 async function runCompletion(argv: string[]): Promise<number> {
-  const shell = argv[0];
-  if (argv.length !== 1 || !SHELLS.includes(shell as Shell)) throw new UsageError(`completion takes one of ${SHELLS.join(', ')}`);
-  process.stdout.write(await completionScript(shell as Shell));
+  const shell = parseOwn('completion', argv).positionals[0] as Shell;
+  process.stdout.write(await completionScript(shell));
   return 0;
 }
 
@@ -252,7 +245,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     }
   } catch (error) {
     const known =
-      error instanceof UsageError || error instanceof SettingError || error instanceof PlanError || error instanceof BatchError || error instanceof CloneError;
+      error instanceof UsageError || error instanceof ArgvError || error instanceof SettingError || error instanceof PlanError || error instanceof BatchError || error instanceof CloneError;
     const errno = (error as NodeJS.ErrnoException | undefined)?.code;
     const isArgError = errno?.startsWith('ERR_PARSE_ARGS') === true;
     // A permission or path problem is the user's to fix, not a bug: a usage error naming it.

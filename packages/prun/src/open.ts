@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   accessSync,
+  existsSync,
   closeSync,
   constants,
   fsyncSync,
@@ -45,7 +46,8 @@ export function defaultBatchDirName(now: Date, n: number): string {
 /** What the dispatcher would refuse, and missing clone sources: one line naming the unit. */
 function preflightUnits(units: ResolvedUnit[], env: NodeJS.ProcessEnv, paths: BatchPaths): void {
   for (const unit of units) {
-    if (unit.clone !== null) {
+    // A clone made on an earlier run is reused; only a clone still to make needs its source.
+    if (unit.clone !== null && !existsSync(paths.clone(unit.id))) {
       let isDir = false;
       try {
         isDir = statSync(unit.clone).isDirectory();

@@ -21,8 +21,12 @@ export type UnitOutcome =
   | { status: 'done' }
   | { status: 'invalid'; note: string }
   | { status: 'failed'; note: string }
-  /** Refused on quota: the note is the block text (it may name the reset). */
-  | { status: 'deferred'; note: string }
+  /**
+   * A temporary refusal (exit 75): `quota` (the note is the block text, which may name the
+   * reset) or `busy` (the dispatcher found an earlier worker still holding the unit's working
+   * directory; try again shortly).
+   */
+  | { status: 'deferred'; note: string; refusal: 'quota' | 'busy' }
   | { status: 'interrupted'; note: string }
   /** The dispatch left nothing at all (it never got going): dispatch the unit again. */
   | { status: 'queued'; note: string };
@@ -53,7 +57,7 @@ export function unitOutcome(end: DispatchEnd): UnitOutcome {
   const { exitCode, result, stopSignal } = end;
   const quotaExit = exitCode === QUOTA_EXHAUSTED_EXIT;
   if (result === null) {
-    if (quotaExit) return { status: 'deferred', note: 'quota refused' };
+    if (quotaExit) return { status: 'deferred', note: 'quota refused', refusal: 'quota' };
     if (stopSignal !== null) return { status: 'interrupted', note: `stopped by ${stopSignal} before it published a result` };
     if (exitCode === null) return { status: 'queued', note: 'previous dispatch ended without a result; dispatching again' };
     const why = end.stderrLast === null ? '' : `: ${end.stderrLast}`;
@@ -61,7 +65,10 @@ export function unitOutcome(end: DispatchEnd): UnitOutcome {
   }
   if (result !== 'unparsed' && result.fallback) {
     const reason = fallbackReason(result);
-    if (quotaExit || isQuotaBlock(reason)) return { status: 'deferred', note: reason };
+    if (isQuotaBlock(reason)) return { status: 'deferred', note: reason, refusal: 'quota' };
+    // Exit 75 without a quota block: the dispatcher's other temporary refusal (its working
+    // directory is still held by an earlier worker). Without the exit code it reads as failed.
+    if (quotaExit) return { status: 'deferred', note: reason, refusal: 'busy' };
     if (stopSignal !== null && exitCode !== 0) return { status: 'interrupted', note: reason };
     return { status: 'failed', note: reason };
   }

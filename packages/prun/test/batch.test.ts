@@ -2,9 +2,10 @@ import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileS
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { latestStatus, ledger, prun, repoRoot, sandbox, waitFor, workerCalls, writePlan, type Sandbox } from './helpers.js';
+import { latestStatus, ledger, openGate, prun, repoRoot, sandbox, waitFor, workerCalls, writePlan, type Sandbox } from './helpers.js';
 
 const dispatcherBin = join(repoRoot, 'packages/dispatcher-agy/bin/prun-dispatch-agy.js');
+const fakeAgy = join(repoRoot, 'tools/fake-agy/fake-agy');
 
 let box: Sandbox | undefined;
 
@@ -45,8 +46,11 @@ describe('prun batch', () => {
   it('runs a 12-unit plan with dependencies, a failing unit and a quota refusal that clears', async () => {
     box = sandbox();
     const quota = join(box.root, 'quota.json');
-    // u07 comes first so it is dispatched at once, well before the reset even on a busy machine.
-    geminiExhaustedUntil(quota, new Date(Date.now() + 5000));
+    // Exhausted with a reset the gate cannot read ("resets soon": it never arrives by the
+    // clock), so the first attempt is refused however loaded the machine; once the refusal is in
+    // the ledger the test gives the quota back, and the retry after --quota-wait runs.
+    const usage = { groups: [{ name: 'Gemini Models', buckets: [{ id: 'gemini-5h', window: '5h', remaining_fraction: 0, reset_time: 'soon' }] }] };
+    writeFileSync(quota, JSON.stringify({ cached_at: Date.now() / 1000, usage }));
     const env: NodeJS.ProcessEnv = { ...box.env, AGY_QUOTA_CACHE: quota };
     delete env.PRUN_AGY_QUOTA_GATE;
     const plan = writePlan(box.root, [
@@ -64,7 +68,11 @@ describe('prun batch', () => {
       unit('u12'),
     ]);
     const dir = join(box.root, 'batch');
-    const run = await prun(['batch', plan, '--dir', dir, '--jobs', '4', '--json'], { env, cwd: box.root });
+    const running = prun(['batch', plan, '--dir', dir, '--jobs', '4', '--json', '--quota-wait', '1'], { env, cwd: box.root });
+    await waitFor(() => existsSync(dir) && ledger(dir).some((l) => l.id === 'u07' && l.status === 'deferred'), 'the quota refusal');
+    geminiExhaustedUntil(quota, new Date(Date.now() - 1000));
+    writeFileSync(quota, readFileSync(quota, 'utf8').replace('"remaining_fraction":0', '"remaining_fraction":0.5'));
+    const run = await running;
 
     // u04 failed, and u05 and u06 failed behind it without running.
     expect(run.exitCode).toBe(3);
@@ -215,25 +223,28 @@ describe('prun batch', () => {
 
   it('adopts a dispatcher started just before the batch died, before its pid reached the ledger', async () => {
     box = sandbox();
-    const plan = writePlan(box.root, [unit('w1', {}, '[[agy DELAY_MS=1500]]')]);
+    const plan = writePlan(box.root, [unit('w1', {}, '[[gate w1]]')]);
     const dir = join(box.root, 'batch');
-    // Lay the batch out with a run whose worker fails, then take its FALLBACK away.
-    const first = await prun(['batch', plan, '--dir', dir], { env: { ...box.env, FAKE_AGY_EXIT: '3' }, cwd: box.root });
+    // Lay the batch out with a run whose worker (plain fake agy: no gate) fails, then take its FALLBACK away.
+    const first = await prun(['batch', plan, '--dir', dir], { env: { ...box.env, ANTIGRAVITY_BIN: fakeAgy, FAKE_AGY_EXIT: '3' }, cwd: box.root });
     expect(first.exitCode).toBe(1);
     rmSync(join(dir, 'results', 'w1.md'));
     // What a batch killed between its pre-spawn `running` line and the pid line leaves behind:
     const last = ledger(dir).at(-1)!;
     writeFileSync(join(dir, 'ledger.jsonl'), `${JSON.stringify({ ...last, status: 'running', exit_code: null, ended_at: null, note: undefined })}\n`, { flag: 'a' });
+    // The orphan's worker waits at its gate until the resumed batch has adopted it.
     const orphan = execa(process.execPath, [dispatcherBin, '--prompt-file', join(dir, 'prompts', 'w1.md'), '--result-file', join(dir, 'results', 'w1.md'), '--unit-id', 'w1'], {
       env: box.env, extendEnv: false, cwd: dir, detached: true, stdio: 'ignore',
     });
-    await waitFor(() => workerCalls(box!.logDir).length === 2, 'the orphan dispatch to start its worker');
+    await new Promise((resolveSpawn) => orphan.once('spawn', resolveSpawn));
 
-    const resumed = await prun(['batch', '--resume', dir, '--json'], { env: box.env, cwd: box.root });
+    const resuming = prun(['batch', '--resume', dir, '--json'], { env: box.env, cwd: box.root });
+    await waitFor(() => ledger(dir).some((l) => l.id === 'w1' && /adopted/.test(l.note ?? '')), 'the adoption');
+    openGate(box, 'w1');
+    const resumed = await resuming;
     await orphan;
     expect(resumed.exitCode).toBe(0);
     expect(latestStatus(dir)).toEqual({ w1: 'done' });
     expect(workerCalls(box.logDir)).toHaveLength(2);
-    expect(ledger(dir).some((l) => l.id === 'w1' && /adopted/.test(l.note ?? ''))).toBe(true);
   }, 60_000);
 });

@@ -20,10 +20,6 @@ const gen = (await import(pathToFileURL(join(repoRoot, 'tools/gen-docs.mjs')).hr
 };
 const packages = await gen.declaredPackages();
 
-// prun-job's bin prints its declaration's help once the command split on branch `jobs` lands;
-// until then its help is checked nowhere, and this says so instead of passing silently.
-const HELP_NOT_YET_WIRED = new Set(['prun-job']);
-
 /** Every command path of a declaration, the bin itself first. */
 function paths(command: CommandSpec, prefix: string[] = []): string[][] {
   return [prefix, ...(command.commands ?? []).filter((sub) => !sub.hidden).flatMap((sub) => paths(sub, [...prefix, sub.name]))];
@@ -48,11 +44,10 @@ describe('every bin is declared', () => {
 describe('--help is the declaration rendered, for the bin and every subcommand', () => {
   for (const pkg of packages) {
     for (const spec of pkg.specs ?? []) {
-      const wired = !HELP_NOT_YET_WIRED.has(spec.name);
       // prun's tree nests every bin, whose help is its own (`prun job run --help` is prun-job's):
       // only prun's top level here, its own commands below.
       for (const path of spec.name === 'prun' ? [[]] : paths(spec)) {
-        it.skipIf(!wired)(`${[spec.name, ...path].join(' ')} --help${wired ? '' : ' (skipped: not wired to its declaration yet)'}`, async () => {
+        it(`${[spec.name, ...path].join(' ')} --help`, () => {
           const declared = renderHelp(spec, path);
           const shown = helpOf(pkg.dir, spec.name, path);
           expect(shown.status).toBe(0);

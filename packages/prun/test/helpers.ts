@@ -101,3 +101,8 @@ export async function waitFor(check: () => boolean, what: string, timeoutMs = 20
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** Let every worker waiting on `[[gate NAME]]` in its prompt go on. */
+export function openGate(box: Sandbox, name: string): void {
+  writeFileSync(join(box.logDir, `gate-${name}`), '');
+}

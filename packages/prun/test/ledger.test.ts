@@ -126,6 +126,9 @@ describe('unit outcome (one rule for the live and the restart path)', () => {
     const quota = summary({ fallback: true, conclusion: 'INCOMPLETE; the Agy Gemini quota group is exhausted (resets later).' });
     expect(unitOutcome(end({ exitCode: 75, result: quota })).status).toBe('deferred');
     expect(unitOutcome(end({ exitCode: null, result: quota })).status).toBe('deferred');
+    const busy = summary({ fallback: true, conclusion: 'INCOMPLETE; another worker is still running in /c (its process tree holds the directory\'s lock); this one was not started' });
+    expect(unitOutcome(end({ exitCode: 75, result: busy }))).toMatchObject({ status: 'deferred', refusal: 'busy' });
+    expect(unitOutcome(end({ exitCode: 75, result: quota }))).toMatchObject({ status: 'deferred', refusal: 'quota' });
     const stopped = summary({ fallback: true, conclusion: 'INCOMPLETE; dispatcher received SIGINT' });
     expect(unitOutcome(end({ exitCode: 130, result: stopped, stopSignal: 'SIGINT' })).status).toBe('interrupted');
     expect(unitOutcome(end({ exitCode: null, result: stopped, stopSignal: 'SIGINT' })).status).toBe('interrupted');

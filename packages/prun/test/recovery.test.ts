@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { latestStatus, ledger, prun, sandbox, waitFor, workerCalls, type Sandbox } from './helpers.js';
+import { latestStatus, ledger, openGate, prun, sandbox, waitFor, workerCalls, type Sandbox } from './helpers.js';
 
 let box: Sandbox | undefined;
 afterEach(() => {
@@ -42,9 +42,9 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
   it('kill -9 mid-batch, then --resume with a relative DIR finishes every unit with each worker started once; status works from anywhere', async () => {
     const ids = ['a', 'b', 'c', 'd', 'e', 'f'];
     const { box, work } = scratch([
-      unit('a', {}, '[[agy DELAY_MS=300]]'),
-      unit('b', {}, '[[agy DELAY_MS=4000]]'),
-      unit('c', {}, '[[agy DELAY_MS=2500]]'),
+      unit('a'),
+      unit('b', {}, '[[gate bc]]'),
+      unit('c', {}, '[[gate bc]]'),
       unit('d', { depends_on: ['a'] }, '[[agy DELAY_MS=300]]'),
       unit('e', { depends_on: ['b', 'c'] }),
       unit('f', { depends_on: ['d', 'e'] }),
@@ -69,7 +69,11 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     expect(status.exitCode).toBe(0);
     expect((JSON.parse(String(status.stdout)) as { dir: string }).dir).toBe(dir);
 
-    const resumed = await prun(['batch', '--resume', 'fanout', '--jobs', '2', '--json'], { env: box.env, cwd: work });
+    // The resumed driver adopts the dispatchers still held at the gate, then they finish.
+    const resuming = prun(['batch', '--resume', 'fanout', '--jobs', '2', '--json'], { env: box.env, cwd: work });
+    await waitFor(() => ledger(dir).some((l) => (l.note ?? '').startsWith('adopted a dispatch still running')), 'an adoption');
+    openGate(box, 'bc');
+    const resumed = await resuming;
     expect(resumed.stderr).toBe('');
     expect(resumed.exitCode).toBe(0);
     expect(latestStatus(dir)).toEqual(Object.fromEntries(ids.map((id) => [id, 'done'])));
@@ -82,7 +86,7 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
 
   it('refuses a second driver at once with one line naming the holder (exit 101) while prun status still works', async () => {
     const ids = ['p1', 'p2', 'p3', 'p4'];
-    const { box, work } = scratch(ids.map((id) => unit(id, {}, '[[agy DELAY_MS=1500]]')));
+    const { box, work } = scratch(ids.map((id) => unit(id, {}, '[[gate go]]')));
     const dir = join(work, 'fanout');
     const first = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '4'], { env: box.env, cwd: work });
     await waitFor(() => existsSync(dir) && ledger(dir).some((l) => l.status === 'running'), 'the first driver running');
@@ -103,6 +107,7 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     expect(String(status.stdout)).toMatch(/^p\d +running +/m);
     expect(String(status.stdout)).not.toContain('dispatcher gone');
 
+    openGate(box, 'go');
     const done = await first;
     expect(done.exitCode).toBe(0);
     expect(callsPerUnit(box.logDir)).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
@@ -162,7 +167,7 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
   }, 60_000);
 
   it('sets a torn last ledger line aside before appending, and never glues a record onto it', async () => {
-    const { box, work } = scratch([unit('t1'), unit('t2', { depends_on: ['t1'] }, '[[agy DELAY_MS=2000]]')]);
+    const { box, work } = scratch([unit('t1'), unit('t2', { depends_on: ['t1'] }, '[[gate t2]]')]);
     const dir = join(work, 'fanout');
     const first = prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: work });
     await waitFor(() => existsSync(dir) && latestStatus(dir).t2 === 'running', 't2 running');
@@ -170,6 +175,7 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     await first;
     const torn = '{"id":"t2","status":"do';
     writeFileSync(join(dir, 'ledger.jsonl'), torn, { flag: 'a' });
+    openGate(box, 't2');
 
     const resumed = await prun(['batch', '--resume', 'fanout'], { env: box.env, cwd: work });
     expect(resumed.exitCode).toBe(0);

@@ -22,7 +22,7 @@ async function usable(filePath: string, nowMs: number): Promise<boolean> {
 }
 
 /**
- * The dispatcher's side of §9.1: an `AGY_QUOTA_CACHE` file is read as it is; the managed file
+ * Loading for a dispatch (README: How it works): an `AGY_QUOTA_CACHE` file is read as it is; the managed file
  * must be at most 900 s old, else one non-forced refresh runs and it is checked again. Returns
  * null ("no gate") for anything unusable. Never throws.
  */

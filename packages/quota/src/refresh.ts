@@ -1,6 +1,6 @@
-import { constants as fsConstants } from 'node:fs';
 import { access, mkdir, open, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { which as whichOnPath } from '@prun/kit/fs';
 import { z } from 'zod';
 import { fileAgeSeconds, writeFileAtomic } from './files.js';
 import { parseJsonLenient, pythonFloat, pythonJsonDumps } from './json.js';
@@ -93,38 +93,17 @@ async function isFile(candidate: string): Promise<boolean> {
   }
 }
 
-async function isExecutableFile(candidate: string): Promise<boolean> {
-  if (!(await isFile(candidate))) return false;
-  try {
-    await access(candidate, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
- * `shutil.which`, answering absolute paths: a name with a separator is checked as it is; a bare name is
- * searched on PATH (unset → the default search path, an empty entry → cwd).
+ * `shutil.which` (@prun/kit/fs), answering absolute paths: a name with a separator is checked as
+ * it is; a bare name is searched on PATH (unset → the default search path, an empty entry → cwd).
+ * Absolute, because agy is then started with the home directory as its cwd.
  */
 export async function which(command: string, env: Env, cwd: string = process.cwd()): Promise<string | null> {
-  if (command === '') return null;
-  if (command.includes('/') || (process.platform === 'win32' && command.includes('\\'))) {
-    const direct = path.resolve(cwd, command);
-    return (await isExecutableFile(direct)) ? direct : null;
-  }
-  const searchPath = env['PATH'] ?? '/bin:/usr/bin';
-  if (searchPath === '') return null;
-  for (const dir of searchPath.split(path.delimiter)) {
-    // Absolute, because agy is then started with the home directory as its cwd.
-    const candidate = path.resolve(cwd, dir === '' ? '.' : dir, command);
-    if (await isExecutableFile(candidate)) return candidate;
-  }
-  return null;
+  return whichOnPath(command, { env, cwd });
 }
 
 /**
- * agent-quota's lookup (§9.7), which differs from the dispatcher's: `ANTIGRAVITY_BIN` (empty →
+ * agent-quota's lookup (README: How it works, Finding agy), which differs from the dispatcher's: `ANTIGRAVITY_BIN` (empty →
  * `agy`), expanded; an existing file relative to cwd wins even for a bare name (absolute path,
  * not realpath'd); else PATH; else the Windows per-user install.
  */
@@ -210,7 +189,7 @@ async function takeLock(lockPath: string, staleAfterSeconds: number, nowMs: numb
 }
 
 /**
- * §9.7's refresh: TTL and attempt-marker throttle (skipped when forced), an exclusive lock with
+ * The refresh (README: How it works, Refresh): TTL and attempt-marker throttle (skipped when forced), an exclusive lock with
  * a stale-lock rule, one `agy -p /usage` query from the home directory, payload validation and
  * an atomic snapshot write. Never throws.
  */

@@ -87,7 +87,7 @@ export function balance(model: string, states: PoolStates): { model: string; not
 }
 
 /**
- * §9.4 `quota_route`: the model to run, a note, or a block. `states` null means the snapshot
+ * The routing decision (README: How it works, Routing): the model to run, a note, or a block. `states` null means the snapshot
  * was unreadable, which never blocks. `pinned` is true when the caller named the model.
  */
 export function route(model: string, pinned: boolean, states: PoolStates | null, env: Env): RouteDecision {
@@ -116,7 +116,7 @@ export function route(model: string, pinned: boolean, states: PoolStates | null,
 }
 
 /**
- * The re-check after a template-unlisted MODEL-FALLBACK (§9.4): the new Gemini model is routed
+ * The re-check after a template-unlisted MODEL-FALLBACK (README: How it works, Routing): the new Gemini model is routed
  * as pinned, and a block comes back as `after MODEL-FALLBACK to <model>: <block>`. Null = run it.
  */
 export function recheckAfterFallback(finalModel: string, states: PoolStates | null, env: Env): string | null {

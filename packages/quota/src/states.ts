@@ -140,7 +140,7 @@ export function readBuckets(
 }
 
 /**
- * The pool states of a parsed snapshot (§9.3), or null for "unreadable: no gate". A pool's
+ * The pool states of a parsed snapshot (README: How it works, Pool states), or null for "unreadable: no gate". A pool's
  * state is its emptiest bucket (the first on ties) plus the windows of all its buckets.
  */
 export function readPoolStates(data: unknown, now?: Date | number): PoolStates | null {

@@ -57,7 +57,7 @@ export function writeJson(file: string, value: unknown): string {
   return file;
 }
 
-/** The example `/usage` answer of spec §9.7. */
+/** An example `/usage` answer, as agy gives it. */
 export const USAGE_PAYLOAD = {
   status: 'SUCCESS',
   num_turns: 0,

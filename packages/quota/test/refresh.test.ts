@@ -50,7 +50,7 @@ async function run(options: RefreshOptions): Promise<RefreshResult> {
   return refresh({ now: NOW, ...options });
 }
 
-describe('refresh (§9.7)', () => {
+describe('refresh', () => {
   it('queries agy from home with the exact argv and deadline, and writes command.data', async () => {
     const s = setup();
     const runner = recordingRunner({ stdout: JSON.stringify({ ...USAGE_PAYLOAD, plan_tier: 'ULTRA' }) });
@@ -252,7 +252,7 @@ describe('refresh (§9.7)', () => {
   });
 });
 
-describe('loadPoolStatesForDispatch (§9.1)', () => {
+describe('loadPoolStatesForDispatch (loading for a dispatch)', () => {
   function managed(values: [number, number], secondsAgo: number) {
     const s = setup();
     writeJson((mkdirSync(path.dirname(s.cache), { recursive: true }), s.cache), quotaByIds(...values));

@@ -167,7 +167,7 @@ describe('named (pinned) model', () => {
   });
 });
 
-describe('§9.5 worked examples (quota side)', () => {
+describe('worked examples of routing (quota side)', () => {
   it('g=0.0, s=1.0 unpinned balances, and the re-check after a template-unlisted fallback blocks', () => {
     const read = readPoolStates(quotaByIds(0, 1), NOW);
     expect(route(DEFAULT_MODEL, false, read, ON)).toEqual({

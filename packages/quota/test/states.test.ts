@@ -18,7 +18,7 @@ function groups(...list: unknown[]): unknown {
   return { cached_at: 1, usage: { groups: list } };
 }
 
-describe('readPoolStates (§9.3)', () => {
+describe('readPoolStates (pool states)', () => {
   it('a group is read at its emptiest bucket; windows empty without window field or id', () => {
     const read = readPoolStates(
       groups({ name: 'Gemini Models', buckets: [{ remaining_fraction: 0.9, reset_time: 'w' }, { remaining_fraction: 0.1, reset_time: '5h' }] }),

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Thin shim: everything lives in the built library so the bin starts fast and stays testable.
+// Thin shim: runBin answers --version, guards the streams and loads the command only when needed.
 import module from 'node:module';
 module.enableCompileCache?.();
-const { main } = await import('../dist/cli.js');
-await main(process.argv.slice(2));
+const { runBin } = await import('@prun/kit/cli');
+await runBin({ name: 'prun-report-state', manifest: new URL('../package.json', import.meta.url), load: () => import('../dist/cli.js') });

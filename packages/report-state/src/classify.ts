@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
-import { pyStrip, type EntryRead } from '@prun/unit-state';
+import { pyErrorName, pyStrip } from '@prun/kit/py';
+import type { EntryRead } from '@prun/unit-state';
 
 /** How far the unit's `result-file` entry got us towards a result path. */
 export type ResultPathState = 'resolved' | 'absent-entry' | 'invalid-entry' | 'unreadable';
@@ -7,7 +8,10 @@ export type ResultPathState = 'resolved' | 'absent-entry' | 'invalid-entry' | 'u
 export type ResultValue = 'present' | 'empty' | 'missing' | 'unknown';
 export type UnitStage = 'result-entry' | 'result-target' | 'result' | 'tail' | 'legacy-pid';
 
-/** One observation that failed: where, and the Node error code or named condition. */
+/**
+ * One observation that failed: where, and the Python exception class name (`PermissionError`,
+ * `FileNotFoundError`, `OSError`, ...) or the named condition `NotARegularFile` / `EntryTooLarge`.
+ */
 export interface UnitError {
   stage: UnitStage;
   error: string;
@@ -64,7 +68,7 @@ function normalizeBelow(unit: string, entry: string): string | null {
 export function resolveEntry(entry: EntryRead, unit: string): ResultOutcome | ResultTarget {
   if (!entry.ok) {
     if (entry.problem === 'absent') return unresolved('absent-entry');
-    return unresolved('unreadable', { stage: 'result-entry', error: entry.problem });
+    return unresolved('unreadable', { stage: 'result-entry', error: pyErrorName(entry.problem) });
   }
   const text = pyStrip(entry.text);
   if (text === '') return unresolved('invalid-entry');
@@ -86,7 +90,7 @@ export function classifyTarget(target: string, fact: StatFact): ResultOutcome {
     case 'absent':
       return resolved('missing');
     case 'error':
-      return resolved('unknown', { stage: 'result-target', error: fact.code });
+      return resolved('unknown', { stage: 'result-target', error: pyErrorName(fact.code) });
     case 'not-regular':
       return resolved('unknown', { stage: 'result-target', error: 'NotARegularFile' });
     case 'regular':
@@ -109,7 +113,7 @@ export function tailBytesOf(fact: StatFact): { bytes: number | null; error: Unit
     case 'not-regular':
       return { bytes: null, error: { stage: 'tail', error: 'NotARegularFile' } };
     case 'error':
-      return { bytes: null, error: { stage: 'tail', error: fact.code } };
+      return { bytes: null, error: { stage: 'tail', error: pyErrorName(fact.code) } };
   }
 }
 
@@ -117,5 +121,5 @@ export function tailBytesOf(fact: StatFact): { bytes: number | null; error: Unit
 export function legacyPidOf(entry: EntryRead): { value: string | null; error: UnitError | null } {
   if (entry.ok) return { value: pyStrip(entry.text), error: null };
   if (entry.problem === 'absent') return { value: null, error: null };
-  return { value: null, error: { stage: 'legacy-pid', error: entry.problem } };
+  return { value: null, error: { stage: 'legacy-pid', error: pyErrorName(entry.problem) } };
 }

@@ -1,4 +1,5 @@
 import { readdirSync, statSync } from 'node:fs';
+import { pyExceptionName } from '@prun/kit/py';
 import { resolve } from 'node:path';
 import { STATE_FILES, isStateDirName, readSmallFile, readStateEntry, type EntryRead } from '@prun/unit-state';
 import {
@@ -38,11 +39,13 @@ export interface ObservationFs {
   readEntry(unitDir: FsPath, name: string): EntryRead;
 }
 
-/** The Node error code of a failure, or the error's class name when it has none. */
+/**
+ * The Python exception class name of a failure, as schema v1 and the original write it
+ * (`FileNotFoundError`, `PermissionError`, `NotADirectoryError`, `ValueError`, ...): mapped from
+ * the Node error code by @prun/kit/py, else the error's own class name.
+ */
 export function errorName(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && code !== '') return code;
-  return error instanceof Error ? error.name : 'Error';
+  return pyExceptionName(error);
 }
 
 /** An operating-system failure (it has an errno), as opposed to a bug or a bad argument. */

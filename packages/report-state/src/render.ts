@@ -1,3 +1,4 @@
+import { pyJsonDumps } from '@prun/kit/py';
 import { basename } from 'node:path';
 import { codePointLength, codePointSlice } from './names.js';
 import { SAFETY_LINES, SAFETY_SENTENCE, SCHEMA_VERSION, isPartial, type Report, type Summary, type UnitRecord } from './report.js';
@@ -13,14 +14,15 @@ export function renderJson(report: Report): string {
     safety: SAFETY_SENTENCE,
   };
   if (report.summary !== undefined) document.summary = report.summary;
-  return `${toAsciiJson(JSON.stringify(document, null, 2))}\n`;
+  return `${pyJsonDumps(document, { indent: 2 })}\n`;
 }
 
-/** Escape every non-ASCII UTF-16 unit as `\uXXXX`, as Python's `json.dumps` does by default. */
+/**
+ * Escape what Python's `json.dumps` escapes by default in JSON text: every UTF-16 unit from
+ * U+007F up as `\uXXXX` (U+007F was written raw before). Kept for callers of the library.
+ */
 export function toAsciiJson(json: string): string {
-  // The usual document is ASCII already: one native length check instead of a regex pass.
-  if (Buffer.byteLength(json, 'utf8') === json.length) return json;
-  return json.replace(/[\u0080-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return json.replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 const UNIT_WIDTH = 52;

@@ -132,7 +132,7 @@ describe('observation failures', () => {
     const { status, byName, report } = runJson(root, ['--summary'], asUser ?? {});
     const unit = byName.get('prun-task-u')!;
     expect([unit.result_path_state, unit.result, unit.result_target]).toEqual(['resolved', 'unknown', target]);
-    expect(unit.errors).toEqual([{ stage: 'result-target', error: 'EACCES' }]);
+    expect(unit.errors).toEqual([{ stage: 'result-target', error: 'PermissionError' }]);
     expect(status).toBe(1);
     expect(report.summary?.missing_or_empty_result_units).toBe(0);
   });
@@ -153,7 +153,7 @@ describe('observation failures', () => {
     chmodSync(join(unit, 'result-file'), 0o000);
     const { status, byName } = runJson(root, [], asUser ?? {});
     expect(pair(byName.get('prun-task-u'))).toEqual(['unreadable', 'unknown']);
-    expect(byName.get('prun-task-u')?.errors).toEqual([{ stage: 'result-entry', error: 'EACCES' }]);
+    expect(byName.get('prun-task-u')?.errors).toEqual([{ stage: 'result-entry', error: 'PermissionError' }]);
     expect(status).toBe(1);
   });
 
@@ -175,7 +175,7 @@ describe('observation failures', () => {
     const { status, byName } = runJson(root, ['--include-legacy-pid'], asUser ?? {});
     const record = byName.get('prun-task-u')!;
     expect(record.legacy_pid_unverified).toBeNull();
-    expect(record.errors).toEqual([{ stage: 'legacy-pid', error: 'EACCES' }]);
+    expect(record.errors).toEqual([{ stage: 'legacy-pid', error: 'PermissionError' }]);
     expect(status).toBe(1);
   });
 
@@ -196,7 +196,7 @@ describe('observation failures', () => {
     symlinkSync(join(locked, 'inner'), join(root, 'prun-task-denied'));
     const { status, report } = runJson(root, [], asUser ?? {});
     expect(report.unit_count).toBe(1);
-    expect(report.discovery_errors).toEqual([{ stage: 'unit-entry', unit: join(root, 'prun-task-denied'), error: 'EACCES' }]);
+    expect(report.discovery_errors).toEqual([{ stage: 'unit-entry', unit: join(root, 'prun-task-denied'), error: 'PermissionError' }]);
     expect(status).toBe(1);
   });
 
@@ -260,7 +260,7 @@ describe('observation failures', () => {
     const record = byName.get('prun-task-u')!;
     expect(Object.keys(record)).toEqual(['unit', 'errors', 'result_path_state', 'result', 'result_target', 'tail_bytes']);
     expect(record).toMatchObject({ result_path_state: 'unreadable', result: 'unknown', result_target: null, tail_bytes: 1 });
-    expect(record.errors).toEqual([{ stage: 'result', error: 'ERR_INVALID_ARG_VALUE' }]);
+    expect(record.errors).toEqual([{ stage: 'result', error: 'ValueError' }]);
     expect(status).toBe(1);
   });
 });
@@ -284,7 +284,7 @@ describe('roots', () => {
     makeUnit(locked, 'u');
     chmodSync(locked, 0o000);
     const { status, report } = runJson(locked, [], asUser ?? {});
-    expect(report.discovery_errors).toEqual([{ stage: 'root', root: locked, error: 'EACCES' }]);
+    expect(report.discovery_errors).toEqual([{ stage: 'root', root: locked, error: 'PermissionError' }]);
     expect(report.unit_count).toBe(0);
     expect(status).toBe(1);
   });
@@ -293,14 +293,23 @@ describe('roots', () => {
     const root = join(tempDir(), 'no', 'such');
     const { status, report } = runJson(root);
     expect(report.unit_count).toBe(0);
-    expect(report.discovery_errors.map((e) => e.error)).toEqual(['ENOENT']);
+    expect(report.discovery_errors.map((e) => e.error)).toEqual(['FileNotFoundError']);
     expect(status).toBe(1);
   });
 
-  it('a file as a root is ENOTDIR', () => {
+  it('writes U+007F as \\u007f in JSON, as Python json.dumps does (it was written raw before)', () => {
+    const root = join(tempDir(), 'r\x7foot');
+    mkdirSync(root);
+    const run = runBin(['--root', root, '--json']);
+    expect(run.stdout).toContain('r\\u007foot');
+    expect(run.stdout).not.toContain('\x7f');
+    expect(JSON.parse(run.stdout).roots).toEqual([root]);
+  });
+
+  it('a file as a root is NotADirectoryError', () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'f'), '');
-    expect(runJson(join(dir, 'f')).report.discovery_errors).toEqual([{ stage: 'root', root: join(dir, 'f'), error: 'ENOTDIR' }]);
+    expect(runJson(join(dir, 'f')).report.discovery_errors).toEqual([{ stage: 'root', root: join(dir, 'f'), error: 'NotADirectoryError' }]);
   });
 
   it('a readable root beside an unreadable one is still inspected', () => {
@@ -494,7 +503,7 @@ describe('text output', () => {
       ].join('\n'),
     );
     expect(run.stderr).toBe(
-      `prun-report-state: discovery failed: ${join(root, 'nonexist')} (ENOENT)\n\n` +
+      `prun-report-state: discovery failed: ${join(root, 'nonexist')} (FileNotFoundError)\n\n` +
         'prun-report-state: This sweep is incomplete; see the errors column and any discovery failures above.\n',
     );
   });
@@ -584,7 +593,7 @@ describe('the observed example of the spec (§5.4, §5.5)', () => {
     const report = JSON.parse(run.stdout) as JsonReport;
     expect(report.roots).toEqual([root, join(root, 'nonexist')]);
     expect(report.unit_count).toBe(11);
-    expect(report.discovery_errors).toEqual([{ stage: 'root', root: join(root, 'nonexist'), error: 'ENOENT' }]);
+    expect(report.discovery_errors).toEqual([{ stage: 'root', root: join(root, 'nonexist'), error: 'FileNotFoundError' }]);
     expect(report.units.map((u) => [u.unit.slice(root.length + 1), u.result_path_state, u.result, u.tail_bytes, u.legacy_pid_unverified])).toEqual([
       ['prun-task-missing', 'resolved', 'missing', 2_000_000, null],
       ['prun-task-present', 'resolved', 'present', 1500, '4242'],

@@ -52,7 +52,7 @@ describe('classification (spec §4.4 table)', () => {
   const regular = (size: number): StatFact => ({ kind: 'regular', size });
   it.each([
     ['absent result-file', problem('absent'), regular(1), ['absent-entry', 'unknown', null, null]],
-    ['unreadable entry', problem('EACCES'), regular(1), ['unreadable', 'unknown', null, { stage: 'result-entry', error: 'EACCES' }]],
+    ['unreadable entry', problem('EACCES'), regular(1), ['unreadable', 'unknown', null, { stage: 'result-entry', error: 'PermissionError' }]],
     ['entry not regular', problem('NotARegularFile'), regular(1), ['unreadable', 'unknown', null, { stage: 'result-entry', error: 'NotARegularFile' }]],
     ['entry too large', problem('EntryTooLarge'), regular(1), ['unreadable', 'unknown', null, { stage: 'result-entry', error: 'EntryTooLarge' }]],
     ['empty entry', text(''), regular(1), ['invalid-entry', 'unknown', null, null]],
@@ -65,7 +65,7 @@ describe('classification (spec §4.4 table)', () => {
     ['relative entry with a trailing slash', text('sub/'), regular(3), ['resolved', 'present', `${UNIT}/sub`, null]],
     ['absolute entry elsewhere, kept as written', text('/x/../y/r.md'), regular(3), ['resolved', 'present', '/x/../y/r.md', null]],
     ['missing target', text('/x/r.md'), { kind: 'absent' }, ['resolved', 'missing', '/x/r.md', null]],
-    ['denied target', text('/x/r.md'), { kind: 'error', code: 'EACCES' }, ['resolved', 'unknown', '/x/r.md', { stage: 'result-target', error: 'EACCES' }]],
+    ['denied target', text('/x/r.md'), { kind: 'error', code: 'EACCES' }, ['resolved', 'unknown', '/x/r.md', { stage: 'result-target', error: 'PermissionError' }]],
     ['directory target', text('/x/d'), { kind: 'not-regular' }, ['resolved', 'unknown', '/x/d', { stage: 'result-target', error: 'NotARegularFile' }]],
     ['empty target', text('/x/e.md'), regular(0), ['resolved', 'empty', '/x/e.md', null]],
     ['multi-line entry keeps its inner newline', text('/x/a\n/x/b\n'), { kind: 'absent' }, ['resolved', 'missing', '/x/a\n/x/b', null]],
@@ -102,7 +102,7 @@ describe('classification (spec §4.4 table)', () => {
     expect(tailBytesOf({ kind: 'regular', size: 7 })).toEqual({ bytes: 7, error: null });
     expect(tailBytesOf({ kind: 'absent' })).toEqual({ bytes: 0, error: null });
     expect(tailBytesOf({ kind: 'not-regular' })).toEqual({ bytes: null, error: { stage: 'tail', error: 'NotARegularFile' } });
-    expect(tailBytesOf({ kind: 'error', code: 'ELOOP' })).toEqual({ bytes: null, error: { stage: 'tail', error: 'ELOOP' } });
+    expect(tailBytesOf({ kind: 'error', code: 'ELOOP' })).toEqual({ bytes: null, error: { stage: 'tail', error: 'OSError' } });
   });
 
   it('reads the legacy pid as stripped text, never as a number', () => {
@@ -117,9 +117,9 @@ describe('records and summary', () => {
   it('builds records with the contract key order and error order result, tail, legacy-pid', () => {
     const built = buildRecord({
       unit: UNIT,
-      outcome: { pathState: 'unreadable', result: 'unknown', target: null, error: { stage: 'result-entry', error: 'EACCES' } },
+      outcome: { pathState: 'unreadable', result: 'unknown', target: null, error: { stage: 'result-entry', error: 'PermissionError' } },
       tail: { bytes: null, error: { stage: 'tail', error: 'NotARegularFile' } },
-      legacyPid: { value: null, error: { stage: 'legacy-pid', error: 'EIO' } },
+      legacyPid: { value: null, error: { stage: 'legacy-pid', error: 'OSError' } },
     });
     expect(Object.keys(built)).toEqual([
       'unit',

@@ -146,7 +146,7 @@ describe('read-only and never blocking', () => {
       { stage: 'tail', error: 'NotARegularFile' },
     ]);
     expect(byName.get('prun-task-links')).toMatchObject({ result_path_state: 'unreadable', tail_bytes: 0 });
-    expect(errorsOf('links')).toEqual([{ stage: 'result-entry', error: 'ELOOP' }]);
+    expect(errorsOf('links')).toEqual([{ stage: 'result-entry', error: 'OSError' }]);
     expect(errorsOf('devices')).toEqual([
       { stage: 'result-target', error: 'NotARegularFile' },
       { stage: 'tail', error: 'NotARegularFile' },
@@ -157,7 +157,7 @@ describe('read-only and never blocking', () => {
       { stage: 'result-entry', error: 'EntryTooLarge' },
       { stage: 'legacy-pid', error: 'EntryTooLarge' },
     ]);
-    expect(errorsOf('nul')).toEqual([{ stage: 'result', error: 'ERR_INVALID_ARG_VALUE' }]);
+    expect(errorsOf('nul')).toEqual([{ stage: 'result', error: 'ValueError' }]);
     expect(byName.get('prun-task-nul')?.legacy_pid_unverified).toBe('12\u000034');
     expect(byName.get('prun-task-badutf8-entry')).toMatchObject({
       result: 'missing',
@@ -172,8 +172,8 @@ describe('read-only and never blocking', () => {
       errors: [],
     });
     expect(report.discovery_errors).toEqual([
-      { stage: 'unit-entry', unit: join(root, 'prun-task-dangling'), error: 'ENOENT' },
-      { stage: 'unit-entry', unit: join(root, 'prun-task-loop'), error: 'ELOOP' },
+      { stage: 'unit-entry', unit: join(root, 'prun-task-dangling'), error: 'FileNotFoundError' },
+      { stage: 'unit-entry', unit: join(root, 'prun-task-loop'), error: 'OSError' },
     ]);
     expect(byName.has('prun-task-file')).toBe(false);
     expect(byName.has('prun-task-fifo')).toBe(false);
@@ -193,8 +193,8 @@ describe('read-only and never blocking', () => {
     expect(timedOut).toBe(false);
     expect(treeHash(root)).toBe(before);
     expect(byName.get('prun-task-locked-files')?.errors).toEqual([
-      { stage: 'result-entry', error: 'EACCES' },
-      { stage: 'legacy-pid', error: 'EACCES' },
+      { stage: 'result-entry', error: 'PermissionError' },
+      { stage: 'legacy-pid', error: 'PermissionError' },
     ]);
     // The unit directory itself is locked: every entry in it is denied, none is called absent.
     expect(byName.get('prun-task-locked-unit')).toMatchObject({ result_path_state: 'unreadable', tail_bytes: null });
@@ -220,7 +220,7 @@ describe('read-only and never blocking', () => {
       { stage: 'tail', error: 'NotARegularFile' },
     ]);
     expect(byUnit.get(other)?.errors).toEqual([{ stage: 'result-target', error: 'NotARegularFile' }]);
-    expect(report.discovery_errors).toEqual([{ stage: 'root', root: fifoRoot, error: 'ENOTDIR' }]);
+    expect(report.discovery_errors).toEqual([{ stage: 'root', root: fifoRoot, error: 'NotADirectoryError' }]);
   });
 });
 

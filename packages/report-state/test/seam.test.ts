@@ -7,6 +7,8 @@ import { STATE_FILES, readSmallFile } from '@prun/unit-state';
 import {
   buildReport,
   errorName,
+  legacyPidOf,
+  tailBytesOf,
   isPartial,
   nodeObservationFs,
   renderJson,
@@ -69,7 +71,7 @@ describe('observation failures (upstream ObservationFailureTests, injected)', ()
     const { built, byName, partial } = report(root, faultyFs({ stat: (p) => (p === target ? systemError('EACCES') : undefined) }));
     const unit = byName.get('prun-task-u')!;
     expect([unit.result_path_state, unit.result, unit.result_target]).toEqual(['resolved', 'unknown', target]);
-    expect(unit.errors).toEqual([{ stage: 'result-target', error: 'EACCES' }]);
+    expect(unit.errors).toEqual([{ stage: 'result-target', error: 'PermissionError' }]);
     expect(partial).toBe(true);
     expect(built.summary?.missing_or_empty_result_units).toBe(0);
   });
@@ -97,7 +99,7 @@ describe('observation failures (upstream ObservationFailureTests, injected)', ()
     );
     const unit = byName.get('prun-task-u')!;
     expect(unit.legacy_pid_unverified).toBeNull();
-    expect(unit.errors).toEqual([{ stage: 'legacy-pid', error: 'EACCES' }]);
+    expect(unit.errors).toEqual([{ stage: 'legacy-pid', error: 'PermissionError' }]);
     expect(partial).toBe(true);
   });
 
@@ -107,7 +109,7 @@ describe('observation failures (upstream ObservationFailureTests, injected)', ()
     const denied = makeUnit(root, 'denied');
     const { built, partial } = report(root, faultyFs({ stat: (p) => (p === denied ? systemError('EACCES') : undefined) }));
     expect(built.records).toHaveLength(1);
-    expect(built.discoveryErrors).toEqual([{ stage: 'unit-entry', unit: denied, error: 'EACCES' }]);
+    expect(built.discoveryErrors).toEqual([{ stage: 'unit-entry', unit: denied, error: 'PermissionError' }]);
     expect(partial).toBe(true);
   });
 
@@ -116,7 +118,7 @@ describe('observation failures (upstream ObservationFailureTests, injected)', ()
     makeUnit(root, 'u');
     const { built, partial } = report(root, faultyFs({ readdir: (d) => (d === root ? systemError('EACCES') : undefined) }));
     expect(built.records).toHaveLength(0);
-    expect(built.discoveryErrors).toEqual([{ stage: 'root', root, error: 'EACCES' }]);
+    expect(built.discoveryErrors).toEqual([{ stage: 'root', root, error: 'PermissionError' }]);
     expect(partial).toBe(true);
   });
 
@@ -155,7 +157,7 @@ describe('observation failures (upstream ObservationFailureTests, injected)', ()
     const root = tempDir();
     const unit = makeUnit(root, 'u', { tail: 'abc' });
     const { byName } = report(root, faultyFs({ stat: (p) => (p === join(unit, STATE_FILES.tail) ? systemError('EIO') : undefined) }));
-    expect(byName.get('prun-task-u')).toMatchObject({ tail_bytes: null, errors: [{ stage: 'tail', error: 'EIO' }] });
+    expect(byName.get('prun-task-u')).toMatchObject({ tail_bytes: null, errors: [{ stage: 'tail', error: 'OSError' }] });
   });
 });
 
@@ -180,9 +182,22 @@ describe('entry reading through unit-state', () => {
     expect(nodeObservationFs.readEntry(unit, STATE_FILES.dispatchPid)).toEqual({ ok: false, problem: 'absent' });
   });
 
-  it('names failures by Node error code, else by class', () => {
-    expect(errorName(systemError('ENOTDIR'))).toBe('ENOTDIR');
+  it("names failures by Python's exception class, as schema v1 and the original do", () => {
+    expect(errorName(systemError('ENOTDIR'))).toBe('NotADirectoryError');
+    expect(errorName(systemError('ENOENT'))).toBe('FileNotFoundError');
+    expect(errorName(systemError('EACCES'))).toBe('PermissionError');
+    expect(errorName(systemError('EPERM'))).toBe('PermissionError');
+    expect(errorName(systemError('EISDIR'))).toBe('IsADirectoryError');
+    expect(errorName(systemError('ELOOP'))).toBe('OSError');
+    expect(errorName(Object.assign(new TypeError('nul'), { code: 'ERR_INVALID_ARG_VALUE' }))).toBe('ValueError');
     expect(errorName(new RangeError('x'))).toBe('RangeError');
-    expect(errorName('weird')).toBe('Error');
+    expect(errorName('weird')).toBe('Exception');
+  });
+
+  it('entry problems and stat codes injected as Node codes come out as Python names; our own names stay', () => {
+    expect(legacyPidOf({ ok: false, problem: 'EACCES' }).error).toEqual({ stage: 'legacy-pid', error: 'PermissionError' });
+    expect(legacyPidOf({ ok: false, problem: 'NotARegularFile' }).error).toEqual({ stage: 'legacy-pid', error: 'NotARegularFile' });
+    expect(legacyPidOf({ ok: false, problem: 'EntryTooLarge' }).error).toEqual({ stage: 'legacy-pid', error: 'EntryTooLarge' });
+    expect(tailBytesOf({ kind: 'error', code: 'EISDIR' }).error).toEqual({ stage: 'tail', error: 'IsADirectoryError' });
   });
 });

@@ -1,5 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
-import { STOP_SIGNALS, formatInternalError, packageVersion } from '@prun/kit/cli';
+import { STOP_SIGNALS, commandMain, packageVersion } from '@prun/kit/cli';
 import { renderHelp } from '@prun/kit/spec';
 import { EXIT, SnapshotError } from './errors.js';
 import { BIN, USAGE, UsageError, parseArgs, parseEnv } from './options.js';
@@ -36,7 +36,7 @@ function keepToTheInterpreter(): void {
   setFlagsFromString('--no-sparkplug');
 }
 
-export async function main(argv: string[]): Promise<void> {
+async function run(argv: string[]): Promise<void> {
   let parsed;
   try {
     parsed = parseArgs(argv);
@@ -72,10 +72,14 @@ export async function main(argv: string[]): Promise<void> {
     if (outcome.warning !== null) process.stderr.write(`${BIN}: warning: ${outcome.warning}\n`);
     process.exitCode = EXIT.ok;
   } catch (error) {
+    // Known failures keep the upstream `error: <message>` form; anything else goes to kit's
+    // one internal-error line (exit 70) through commandMain.
     if (error instanceof SnapshotError) return fail(error.code, [`error: ${error.message}`]);
-    process.stderr.write(formatInternalError(BIN, error));
-    process.exitCode = EXIT.internal;
+    throw error;
   } finally {
     for (const name of STOP_SIGNALS) process.removeListener(name, onSignal);
   }
 }
+
+/** The bin's command: the same under its own shim and hosted by `prun snapshot-tail`; never throws. */
+export const main = commandMain(BIN, run);

@@ -41,12 +41,19 @@ async function measureAll(ctx, bins, env, label) {
   process.stdout.write(`-- ${label}\n`);
   ctx.table(rows);
   const floor = rows[0];
-  const over = rows.slice(1).filter((row) => row.ms - floor.ms > GOAL_MS || (row.rssMiB ?? 0) - (floor.rssMiB ?? 0) > GOAL_MIB);
-  process.stdout.write(
-    over.length === 0
-      ? `  every bin within ${GOAL_MS} ms and ${GOAL_MIB} MiB of the floor\n`
-      : `  over the goal (${GOAL_MS} ms / ${GOAL_MIB} MiB above the floor): ${over.map((row) => row.label.split(' ')[0]).join(', ')}\n`,
-  );
+  // Wall time is the goal; CPU time (user + system) says the same with far less noise when the
+  // machine is busy, so both verdicts are printed.
+  const over = (row, key) => row[key] !== null && row[key] - floor[key] > GOAL_MS;
+  const overRss = (row) => (row.rssMiB ?? 0) - (floor.rssMiB ?? 0) > GOAL_MIB;
+  for (const [key, what] of [['ms', 'wall'], ['cpuMs', 'CPU']]) {
+    if (floor[key] === null) continue;
+    const bad = rows.slice(1).filter((row) => over(row, key) || overRss(row));
+    process.stdout.write(
+      bad.length === 0
+        ? `  goal (${what} time): every bin within ${GOAL_MS} ms and ${GOAL_MIB} MiB of the floor\n`
+        : `  goal (${what} time): over ${GOAL_MS} ms or ${GOAL_MIB} MiB above the floor: ${bad.map((row) => row.label.split(' ')[0]).join(', ')}\n`,
+    );
+  }
   return rows;
 }
 

@@ -36,7 +36,7 @@ async function killJob(jobDir: string, ctx: Context): Promise<string> {
 }
 
 export async function cmdKill(argv: string[], ctx: Context): Promise<number> {
-  const args = parseArgs(argv, [], ['--all']);
+  const args = parseArgs(argv, 'kill');
   if (args.flags.has('--all')) {
     if (args.positional.length > 0) throw usageError('kill takes a job name or --all, not both');
     const dirs = projectJobs(logicalCwd(ctx.env), ctx.env);

@@ -33,7 +33,7 @@ function appendedReader(path: string): () => string {
 }
 
 export async function cmdPeek(argv: string[], ctx: Context): Promise<number> {
-  const args = parseArgs(argv, ['-n'], ['-f', '--follow']);
+  const args = parseArgs(argv, 'peek');
   const count = args.values.get('-n') ?? '20';
   if (!/^\d+$/.test(count)) throw usageError(`-n needs a whole number of lines, got: ${count}`);
   const jobDir = findJob(oneName(args, 'peek'), ctx.env);

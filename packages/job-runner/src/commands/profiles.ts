@@ -6,7 +6,7 @@ import { formatProfiles } from '../render.js';
 import type { Context } from './context.js';
 
 export async function cmdProfiles(argv: string[], ctx: Context): Promise<number> {
-  const args = parseArgs(argv, [], []);
+  const args = parseArgs(argv, 'profiles');
   if (args.positional.length > 0) throw usageError('profiles takes no arguments');
   ctx.out(formatProfiles([...loadProfiles(logicalCwd(ctx.env), ctx.env).values()]));
   return EXIT_OK;

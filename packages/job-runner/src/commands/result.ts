@@ -17,7 +17,7 @@ export function printResult(ctx: Context, jobDir: string, status: string, json: 
 }
 
 export async function cmdResult(argv: string[], ctx: Context): Promise<number> {
-  const args = parseArgs(argv, [], ['--json']);
+  const args = parseArgs(argv, 'result');
   const jobDir = findJob(oneName(args, 'result'), ctx.env);
   const status = jobState(jobDir);
   if (status === 'running') throw new CommandError(`job ${basename(jobDir)} is still running; use wait`);

@@ -9,7 +9,7 @@ import type { Context } from './context.js';
 import { startRun } from './start.js';
 
 export async function cmdResume(argv: string[], ctx: Context): Promise<number> {
-  const args = parseArgs(argv, ['--timeout'], ['--background']);
+  const args = parseArgs(argv, 'resume');
   if (args.positional.length < 1) throw usageError('resume needs a job name and a prompt');
   const name = args.positional.shift() as string;
   const background = args.flags.has('--background');

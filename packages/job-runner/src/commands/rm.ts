@@ -10,7 +10,7 @@ import { removeFile } from '../text.js';
 import type { Context } from './context.js';
 
 export async function cmdRm(argv: string[], ctx: Context): Promise<number> {
-  const jobDir = findJob(oneName(parseArgs(argv, [], []), 'rm'), ctx.env);
+  const jobDir = findJob(oneName(parseArgs(argv, 'rm'), 'rm'), ctx.env);
   const name = basename(jobDir);
   const lockFd = takeJobLock(jobDir, `job ${name} is running; kill it first`, ctx.timings.lockS);
   try {

@@ -53,7 +53,7 @@ function createJobDir(root: string, name: string | undefined, profileName: strin
 }
 
 export async function cmdRun(argv: string[], ctx: Context): Promise<number> {
-  const args = parseArgs(argv, ['--profile', '--name', '--timeout', '--model', '--thinking', '--cwd'], ['--background', '--fork']);
+  const args = parseArgs(argv, 'run');
   const background = args.flags.has('--background');
   const timeout = runTimeout(args, background);
   const project = logicalCwd(ctx.env);

@@ -6,7 +6,7 @@ import { findJob } from '../jobs.js';
 import type { Context } from './context.js';
 
 export async function cmdSteer(argv: string[], ctx: Context): Promise<number> {
-  const args = parseArgs(argv, [], []);
+  const args = parseArgs(argv, 'steer');
   if (args.positional.length < 1) throw usageError('steer needs a job name and a message');
   const name = args.positional.shift() as string;
   const message = readMessage(args, 'message', ctx.readStdin);

@@ -16,7 +16,7 @@ function lastProgressLine(jobDir: string): string | undefined {
 }
 
 export async function cmdWait(argv: string[], ctx: Context): Promise<number> {
-  const args = parseArgs(argv, ['--timeout'], ['--json']);
+  const args = parseArgs(argv, 'wait');
   const jobDir = findJob(oneName(args, 'wait'), ctx.env);
   const json = args.flags.has('--json');
   const timeoutText = args.values.get('--timeout');

@@ -130,8 +130,15 @@ export interface DumpsOptions {
   indent?: number;
 }
 
-// json.dumps's short escapes; any other control character (and, with ensure_ascii, anything
-// outside U+0020..U+007E, U+007F included) becomes \uXXXX.
+// JSON.stringify escapes a string as json.dumps(ensure_ascii=False) does (the short escapes, other
+// control characters as lowercase \u00XX), except that it escapes a lone surrogate, which Python
+// writes raw. With ensure_ascii, everything from U+007F up is then escaped per UTF-16 unit, as
+// Python does (U+007F included, which JSON.stringify leaves raw).
+const NOT_PRINTABLE_ASCII = /[\u007f-\uffff]/;
+const NOT_PRINTABLE_ASCII_ALL = /[\u007f-\uffff]/g;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+// json.dumps's own escapes, for the rare string JSON.stringify would write differently.
 const SHORT_ESCAPES: Record<string, string> = {
   '"': '\\"',
   '\\': '\\\\',
@@ -142,9 +149,15 @@ const SHORT_ESCAPES: Record<string, string> = {
   '\f': '\\f',
 };
 
+function unicodeEscape(char: string): string {
+  return `\\u${hex(char.charCodeAt(0), 4)}`;
+}
+
 function dumpsString(text: string, ensureAscii: boolean): string {
-  const needsEscape = ensureAscii ? /["\\]|[^ -~]/g : /["\\\x00-\x1f]/g;
-  return `"${text.replace(needsEscape, (char) => SHORT_ESCAPES[char] ?? `\\u${hex(char.charCodeAt(0), 4)}`)}"`;
+  const json = JSON.stringify(text);
+  if (ensureAscii) return NOT_PRINTABLE_ASCII.test(json) ? json.replace(NOT_PRINTABLE_ASCII_ALL, unicodeEscape) : json;
+  if (!LONE_SURROGATE.test(text)) return json;
+  return `"${text.replace(/["\\\x00-\x1f]/g, (char) => SHORT_ESCAPES[char] ?? unicodeEscape(char))}"`;
 }
 
 /**
@@ -170,6 +183,16 @@ export function pyJsonDumps(value: unknown, options: DumpsOptions = {}): string 
   const ensureAscii = options.ensureAscii ?? true;
   const indent = options.indent;
   const [itemSep, keySep] = options.separators ?? (indent === undefined ? [', ', ': '] : [',', ': ']);
+  // JSON.stringify lays out exactly as json.dumps does for these separators (`indent` with
+  // `,`/`: `, or compact `,`/`:`): use it, natively fast, when every number prints alike.
+  const nativeLayout = itemSep === ',' && keySep === (indent === undefined ? ':' : ': ');
+  if (nativeLayout) {
+    const text = nativeDumps(value, indent);
+    if (text !== null) {
+      if (ensureAscii) return NOT_PRINTABLE_ASCII.test(text) ? text.replace(NOT_PRINTABLE_ASCII_ALL, unicodeEscape) : text;
+      if (!LONE_SURROGATE.test(text)) return text;
+    }
+  }
   const write = (item: unknown, depth: number): string => {
     if (item === null || item === undefined) return 'null';
     if (typeof item === 'boolean') return item ? 'true' : 'false';
@@ -195,6 +218,37 @@ export function pyJsonDumps(value: unknown, options: DumpsOptions = {}): string 
     return `${open}${inner}${parts.join(itemSep + inner)}\n${' '.repeat(indent * depth)}${close}`;
   };
   return write(value, 0);
+}
+
+const NOT_NATIVE = Symbol('not native');
+
+/** Whether JSON.stringify writes the number as dumpsNumber does (plain decimal on both sides). */
+function printsAlike(value: number): boolean {
+  const size = Math.abs(value);
+  if (Number.isInteger(value)) return size < 1e21;
+  return size >= 1e-4 && size < 1e16;
+}
+
+/** JSON.stringify of plain data, or null when a number (or a non-plain value) would print otherwise. */
+function nativeDumps(value: unknown, indent: number | undefined): string | null {
+  try {
+    return JSON.stringify(
+      value,
+      (_key, member: unknown) => {
+        if (typeof member === 'number' && !printsAlike(member)) throw NOT_NATIVE;
+        if (member !== null && typeof member === 'object' && !Array.isArray(member)) {
+          const proto = Object.getPrototypeOf(member) as unknown;
+          if (proto !== Object.prototype && proto !== null) throw NOT_NATIVE;
+        }
+        if (typeof member === 'bigint' || typeof member === 'function' || typeof member === 'symbol') throw NOT_NATIVE;
+        return member;
+      },
+      indent,
+    ) ?? null;
+  } catch (error) {
+    if (error === NOT_NATIVE) return null;
+    throw error;
+  }
 }
 
 // --- json.loads ---------------------------------------------------------------------------------
@@ -353,4 +407,59 @@ export function expandUser(path: string, env: Readonly<Record<string, string | u
   let homeEnd = home.length;
   while (homeEnd > 0 && home[homeEnd - 1] === '/') homeEnd -= 1;
   return home.slice(0, homeEnd) + path.slice(end) || '/';
+}
+
+// --- exception names ----------------------------------------------------------------------------
+
+// The OSError subclass Python raises for each errno (PEP 3151); any other errno is plain OSError.
+const OS_ERROR_CLASSES: Readonly<Record<string, string>> = {
+  EAGAIN: 'BlockingIOError',
+  EALREADY: 'BlockingIOError',
+  EWOULDBLOCK: 'BlockingIOError',
+  EINPROGRESS: 'BlockingIOError',
+  ECHILD: 'ChildProcessError',
+  EPIPE: 'BrokenPipeError',
+  ESHUTDOWN: 'BrokenPipeError',
+  ECONNABORTED: 'ConnectionAbortedError',
+  ECONNREFUSED: 'ConnectionRefusedError',
+  ECONNRESET: 'ConnectionResetError',
+  EEXIST: 'FileExistsError',
+  ENOENT: 'FileNotFoundError',
+  EINTR: 'InterruptedError',
+  EISDIR: 'IsADirectoryError',
+  ENOTDIR: 'NotADirectoryError',
+  EACCES: 'PermissionError',
+  EPERM: 'PermissionError',
+  ESRCH: 'ProcessLookupError',
+  ETIMEDOUT: 'TimeoutError',
+};
+
+// Node's own argument errors, as Python raises them for the same input (a NUL byte in a path is
+// a ValueError there, "embedded null byte").
+const NODE_ERROR_CLASSES: Readonly<Record<string, string>> = {
+  ERR_INVALID_ARG_VALUE: 'ValueError',
+  ERR_INVALID_ARG_TYPE: 'TypeError',
+  ERR_OUT_OF_RANGE: 'ValueError',
+};
+
+/**
+ * The Python exception class name for a Node error code: `ENOENT` → `FileNotFoundError`,
+ * `EACCES` → `PermissionError`, any other errno name → `OSError`, `ERR_INVALID_ARG_VALUE` →
+ * `ValueError`. Anything else (already a class name, or a name of our own such as
+ * `NotARegularFile`) is returned unchanged.
+ */
+export function pyErrorName(code: string): string {
+  const known = OS_ERROR_CLASSES[code] ?? NODE_ERROR_CLASSES[code];
+  if (known !== undefined) return known;
+  return /^E[A-Z0-9]+$/.test(code) ? 'OSError' : code;
+}
+
+/** `type(exc).__name__` as Python would have it for a caught error: by its code, else its name. */
+export function pyExceptionName(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && code !== '') {
+    const name = pyErrorName(code);
+    if (name !== code) return name;
+  }
+  return error instanceof Error ? error.name : 'Exception';
 }

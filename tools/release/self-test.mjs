@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkPackage, staleOutputs } from './meta.mjs';
+import { bareMetaNames, checkPackage, staleOutputs } from './meta.mjs';
 import { outputMatches, parseGuide } from './guide.mjs';
 import { withSizes } from './sizes.mjs';
 import { dependencyOrder, expectedMetadata } from './workspace.mjs';
@@ -47,6 +47,9 @@ export function selfTest() {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+
+  // Docs naming the meta package: `prun` is the bin, @prun/cli the package.
+  assert.deepEqual(bareMetaNames([['d.md', '(`@prun/kit` at the bottom, `prun` at the\ntop)\nrun `prun batch`\n`@prun/cli` with its bin `prun` at the top\n']]), ['d.md:1: (`@prun/kit` at the bottom, `prun` at the']);
 
   // Publishing order: dependencies first.
   const pkg = (name, deps = {}) => ({ manifest: { name, dependencies: deps } });

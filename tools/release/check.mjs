@@ -5,8 +5,9 @@
 //  2. A release tree in a temporary directory: the root manifests, .changeset/, the release
 //     tools, and each package's manifest, README and `files` (built output), as a clean
 //     clone would hold them after `pnpm build`. One extra changeset bumps @prun/unit-state,
-//     so `pnpm changeset version` always has something to do; its result is checked (every
-//     dependent's range follows the new version, each package keeps its own version).
+//     so `pnpm release:version` always has something to do; its result is checked (every
+//     dependent's range follows the new version, the versioned tree installs with
+//     `pnpm install --frozen-lockfile`).
 //  3. verdaccio (tools/registry, pinned) on 127.0.0.1 at a free port, its storage in the
 //     temporary directory, anonymous publish, no uplinks; the mirrored third-party tarballs
 //     (tools/registry/mirror) are published into it first.
@@ -228,8 +229,21 @@ async function main() {
   const tree = join(work, 'tree');
   stageReleaseTree(tree);
   const before = new Map(workspacePackages(tree).map((pkg) => [pkg.manifest.name, pkg.manifest.version]));
-  const version = runSync(join(root, 'node_modules', '.bin', 'changeset'), ['version'], { cwd: tree });
-  if (!check(version.status === 0, 'pnpm changeset version', version.stdout + version.stderr)) return;
+  // The one command RELEASING.md gives, as the release tree's package.json defines it; the
+  // checkout's changeset bin stands in for the tree's node_modules, offline (no registry yet),
+  // and pnpm must not install the tree before running the script (it would refresh the lockfile).
+  const offline = {
+    ...process.env,
+    PATH: `${join(root, 'node_modules', '.bin')}:${process.env.PATH}`,
+    npm_config_offline: 'true',
+    pnpm_config_verify_deps_before_run: 'false',
+  };
+  const version = runSync('pnpm', ['run', 'release:version'], { cwd: tree, env: offline });
+  if (!check(version.status === 0, 'pnpm release:version', version.stdout + version.stderr)) return;
+  // What the release commit's clean clone runs first: its lockfile must match its manifests.
+  const frozen = runSync('pnpm', ['install', '--frozen-lockfile', '--offline', '--ignore-scripts'], { cwd: tree, env: offline });
+  check(frozen.status === 0, 'the versioned tree installs with pnpm install --frozen-lockfile', frozen.stdout + frozen.stderr);
+  for (const dir of [tree, ...workspacePackages(tree).map((pkg) => pkg.dir)]) rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
   const versioned = workspacePackages(tree);
   const manifests = new Map(versioned.map((pkg) => [pkg.manifest.name, pkg.manifest]));
   const unitState = manifests.get('@prun/unit-state');

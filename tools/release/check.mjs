@@ -7,7 +7,8 @@
 //     clone would hold them after `pnpm build`. One extra changeset bumps @prun/unit-state,
 //     so `pnpm release:version` always has something to do; its result is checked (every
 //     dependent's range follows the new version, the versioned tree installs with
-//     `pnpm install --frozen-lockfile`).
+//     `pnpm install --frozen-lockfile`). A copy with that one changeset alone must move only
+//     unit-state and its dependents (versions are independent).
 //  3. verdaccio (tools/registry, pinned) on 127.0.0.1 at a free port, its storage in the
 //     temporary directory, anonymous publish, no uplinks; the mirrored third-party tarballs
 //     (tools/registry/mirror) are published into it first.
@@ -193,6 +194,53 @@ function stageReleaseTree(tree) {
   );
 }
 
+/** Workspace packages that depend on `name`, directly or through another: the names a bump of it moves. */
+export function dependentsOf(name, manifests) {
+  const moved = new Set([name]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [dependent, manifest] of manifests) {
+      if (moved.has(dependent)) continue;
+      if (Object.keys(manifest.dependencies ?? {}).some((dep) => moved.has(dep))) {
+        moved.add(dependent);
+        grew = true;
+      }
+    }
+  }
+  moved.delete(name);
+  return moved;
+}
+
+/**
+ * In a copy of the release tree holding one changeset (`@prun/unit-state: minor`), versioning
+ * moves only unit-state (a minor) and what depends on it (a patch each): every package has its
+ * own version, with no fixed or linked group dragging the rest along.
+ */
+function versionsAreIndependent(tree, before) {
+  const copy = join(work, 'tree-one-changeset');
+  cpSync(tree, copy, { recursive: true });
+  const changesets = join(copy, '.changeset');
+  for (const file of readdirSync(changesets)) if (file.endsWith('.md') && file !== 'README.md') rmSync(join(changesets, file));
+  writeFileSync(join(changesets, 'only-unit-state.md'), '---\n"@prun/unit-state": minor\n---\n\nOne bump, to show which packages it moves.\n');
+  const version = runSync(join(root, 'node_modules', '.bin', 'changeset'), ['version'], { cwd: copy });
+  if (!check(version.status === 0, 'changeset version with one @prun/unit-state changeset', version.stdout + version.stderr)) return;
+  const after = new Map(workspacePackages(copy).map((pkg) => [pkg.manifest.name, pkg.manifest]));
+  const moved = [...before].filter(([name, was]) => after.get(name).version !== was).map(([name]) => name).sort();
+  const dependents = dependentsOf('@prun/unit-state', after);
+  const expected = ['@prun/unit-state', ...dependents].sort();
+  const bump = (was, now) => {
+    const [a, b] = [was, now].map((v) => v.split('.').map(Number));
+    return a[0] !== b[0] ? 'major' : a[1] !== b[1] ? 'minor' : 'patch';
+  };
+  const wrongKind = moved.filter((name) => bump(before.get(name), after.get(name).version) !== (name === '@prun/unit-state' ? 'minor' : 'patch'));
+  check(
+    JSON.stringify(moved) === JSON.stringify(expected) && wrongKind.length === 0,
+    `versions are independent: one @prun/unit-state minor moves only it and its ${dependents.size} dependents (a patch each)`,
+    `moved: ${moved.map((name) => `${name} ${before.get(name)} -> ${after.get(name).version}`).join(', ')}\nexpected to move: ${expected.join(' ')}`,
+  );
+  rmSync(copy, { recursive: true, force: true });
+}
+
 /** Files of a tarball, relative to its `package/` folder. */
 function tarballFiles(tgz) {
   const list = runSync('tar', ['-tzf', tgz]);
@@ -229,6 +277,7 @@ async function main() {
   const tree = join(work, 'tree');
   stageReleaseTree(tree);
   const before = new Map(workspacePackages(tree).map((pkg) => [pkg.manifest.name, pkg.manifest.version]));
+  versionsAreIndependent(tree, before);
   // The one command RELEASING.md gives, as the release tree's package.json defines it; the
   // checkout's changeset bin stands in for the tree's node_modules, offline (no registry yet),
   // and pnpm must not install the tree before running the script (it would refresh the lockfile).

@@ -1,11 +1,11 @@
 // The release tools' own decisions, checked on small made-up inputs before the round trip
 // trusts them: a checker that accepts everything would make every round trip pass.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bareMetaNames, checkPackage, staleOutputs } from './meta.mjs';
-import { outputMatches, parseGuide } from './guide.mjs';
+import { GUIDE, outputMatches, parseGuide, timedSteers } from './guide.mjs';
 import { withSizes } from './sizes.mjs';
 import { dependencyOrder, expectedMetadata } from './workspace.mjs';
 
@@ -21,6 +21,12 @@ export function selfTest() {
   // Guide blocks: sh blocks run; the bare block right after is their output; others are not.
   const blocks = parseGuide('```sh\n# in the root of your prun checkout\nexport A=1\n```\n\n```\nout\n```\ntext\n```json\n{}\n```\n```sh\nls\n```\nprose\n```\nnot output\n```\n');
   assert.deepEqual(blocks.map((b) => [b.code, b.expected, b.inCheckout]), [['# in the root of your prun checkout\nexport A=1', ['out'], true], ['ls', null, false]]);
+
+  // A steer must not race the steered job's reply; the guide's own steers do not.
+  const steers = (prompt) => timedSteers(parseGuide(`\`\`\`sh\nprun job run --background --name one "${prompt}"\nprun job steer one "x"\n\`\`\`\n`));
+  assert.equal(steers('[[slow]] tell me').length, 1);
+  assert.deepEqual(steers('[[gate:one]] tell me'), []);
+  assert.deepEqual(timedSteers(parseGuide(readFileSync(GUIDE, 'utf8'))), []);
 
   // The manifest check flags what breaks an install or bloats one.
   const dir = mkdtempSync(join(tmpdir(), 'prun-release-self-test-'));

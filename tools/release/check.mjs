@@ -48,6 +48,10 @@ if (unknown.length > 0) {
 }
 
 const work = mkdtempSync(join(tmpdir(), 'prun-release-check-'));
+// Every bin this check starts gets a HOME of its own: the dispatcher and prun-quota refresh
+// $HOME/.claude/agy-quota-cache.json, and tools/fake-agy's payload must never land in the real one.
+const ownHome = { ...process.env, HOME: join(work, 'home'), AGY_QUOTA_CACHE: join(work, 'home', 'no-quota-snapshot.json') };
+mkdirSync(ownHome.HOME, { recursive: true });
 const fakeAgy = join(root, 'tools', 'fake-agy', 'fake-agy');
 let failures = 0;
 const children = [];
@@ -387,7 +391,7 @@ async function main() {
           });
     for (const [command, argv, label] of smoke) {
       // From <prefix>/lib, `import(name)` resolves through <prefix>/lib/node_modules as a user's would.
-      const result = runSync(command, argv, { cwd: join(prefix, 'lib'), env: process.env });
+      const result = runSync(command, argv, { cwd: join(prefix, 'lib'), env: ownHome });
       check(result.status === 0, `${name}: ${label}`, result.stderr);
     }
   }

@@ -28,6 +28,10 @@ export function selfTest() {
   assert.deepEqual(steers('[[gate:one]] tell me'), []);
   assert.deepEqual(timedSteers(parseGuide(readFileSync(GUIDE, 'utf8'))), []);
 
+  // The documented fake-agy run never refreshes the reader's real quota snapshot.
+  const fakeAgyExample = /```sh\n([\s\S]*?)```/u.exec(readFileSync(join(GUIDE, '..', '..', 'tools', 'fake-agy', 'README.md'), 'utf8'))[1];
+  assert.match(fakeAgyExample, /\bHOME=\/tmp\//u, 'tools/fake-agy/README.md: its example must set HOME to a scratch dir');
+
   // The manifest check flags what breaks an install or bloats one.
   const dir = mkdtempSync(join(tmpdir(), 'prun-release-self-test-'));
   try {

@@ -34,7 +34,7 @@ import { checkWorkspace } from './meta.mjs';
 import { lockedPackages, publishMirror } from './mirror.mjs';
 import { runGuide } from './guide.mjs';
 import { selfTest } from './self-test.mjs';
-import { updateReadmeSizes } from './sizes.mjs';
+import { sizeDrift, updateReadmeSizes } from './sizes.mjs';
 import { dependencyOrder, readJson, root, workspacePackages } from './workspace.mjs';
 import { makePiEnv, startFakeLlm } from '../fake-llm/harness.mjs';
 
@@ -56,6 +56,9 @@ const fakeAgy = join(root, 'tools', 'fake-agy', 'fake-agy');
 let failures = 0;
 const children = [];
 
+// Install sizes shift by a few kB between runs (npm's lock and bookkeeping files); more than
+// this is a real change the README's table must show.
+const SIZE_TOLERANCE = 0.1;
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s`;
 function ok(text) {
@@ -425,12 +428,15 @@ async function main() {
     const size = sizes.get(name) ?? {};
     process.stdout.write(`${name.padEnd(22)} ${formatBytes(size.tarball ?? 0).padStart(7)}   ${formatBytes(size.installed ?? 0).padStart(7)}\n`);
   }
+  const installed = new Map(names.filter((name) => sizes.get(name)?.installed !== undefined).map((name) => [name, sizes.get(name).installed]));
   if (updateReadme) {
     // Sizes are facts of the lone installs alone: written whenever every package installed.
-    const measured = names.every((name) => sizes.get(name)?.installed !== undefined);
-    if (check(measured, 'README.md package table: install sizes updated', 'not every package installed, so not every size is known')) {
-      updateReadmeSizes(new Map([...sizes].map(([name, size]) => [name, formatBytes(size.installed)])));
+    if (check(installed.size === names.length, 'README.md package table: install sizes updated', 'not every package installed, so not every size is known')) {
+      updateReadmeSizes(new Map([...installed].map(([name, bytes]) => [name, formatBytes(bytes)])));
     }
+  } else {
+    const drift = sizeDrift(readFileSync(join(root, 'README.md'), 'utf8'), installed, formatBytes, SIZE_TOLERANCE);
+    check(drift.length === 0, `README.md package table: every install size within ${SIZE_TOLERANCE * 100}% of the measured one`, `${drift.join('\n')}\nrun pnpm release:check --update-readme and commit README.md`);
   }
 }
 

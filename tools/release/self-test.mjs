@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bareMetaNames, checkPackage, staleOutputs } from './meta.mjs';
 import { GUIDE, outputMatches, parseGuide, timedSteers } from './guide.mjs';
-import { withSizes } from './sizes.mjs';
+import { parseSize, sizeDrift, withSizes } from './sizes.mjs';
 import { dependencyOrder, expectedMetadata } from './workspace.mjs';
 
 export function selfTest() {
@@ -71,4 +71,10 @@ export function selfTest() {
   const once = withSizes(table, new Map([['@prun/a', '1 MB']]));
   assert.equal(once, '| package | bin | install size | what |\n| --- | --- | --: | --- |\n| [`@prun/a`](x) | `a` | 1 MB | A. |\n');
   assert.equal(withSizes(once, new Map([['@prun/a', '2 MB']])), once.replace('1 MB', '2 MB'));
+  // ...and a drift beyond the tolerance is flagged, a small one is not.
+  assert.equal(parseSize('1.5 MB'), 1.5 * 1024 * 1024);
+  const mb = 1024 * 1024;
+  assert.deepEqual(sizeDrift(once, new Map([['@prun/a', 1.05 * mb]]), String), []);
+  assert.equal(sizeDrift(once, new Map([['@prun/a', 1.3 * mb]]), String).length, 1);
+  assert.equal(sizeDrift(table, new Map([['@prun/a', mb]]), String).length, 1, 'no size column at all is a drift');
 }

@@ -214,7 +214,9 @@ export function bareMetaNames(files) {
 /** The repository's own documents: README.md, RELEASING.md, docs/*.md, every package README. */
 function docFiles() {
   const files = ['README.md', 'RELEASING.md'];
-  for (const entry of readdirSync(join(root, 'docs'))) if (entry.endsWith('.md')) files.push(`docs/${entry}`);
+  // A release tree (tools/release/check.mjs) holds no docs/: check what is there.
+  const docs = join(root, 'docs');
+  for (const entry of existsSync(docs) ? readdirSync(docs) : []) if (entry.endsWith('.md')) files.push(`docs/${entry}`);
   for (const pkg of workspacePackages()) files.push(`packages/${pkg.folder}/README.md`);
   return files.filter((file) => existsSync(join(root, file))).map((file) => [file, readFileSync(join(root, file), 'utf8')]);
 }

@@ -177,7 +177,7 @@ export async function runGuide({ registry, env = {}, work, guide = GUIDE }) {
   }
 
   const markers = readFileSync(control, 'utf8').split('\n');
-  const results = [{ ok: racing.length === 0, label: 'every job the guide steers is held at a [[gate:NAME]] while it is steered', detail: racing.join('\n') }];
+  const results = [];
   blocks.forEach((block, index) => {
     const label = `docs/user-guide.md:${block.line} ${block.code.split('\n').find((line) => line.trim() !== '' && !line.startsWith('#'))?.trim() ?? ''}`;
     if (!markers.includes(`start ${index}`)) return;
@@ -195,6 +195,7 @@ export async function runGuide({ registry, env = {}, work, guide = GUIDE }) {
   });
   const ran = results.length;
   results.push({ ok: ran === blocks.length, label: `every sh block ran (${ran} of ${blocks.length})`, detail: stderr });
+  results.push({ ok: racing.length === 0, label: 'every job the guide steers is held at a [[gate:NAME]] while it is steered', detail: racing.join('\n') });
   const written = listTree(home);
   results.push({ ok: written.length === 0, label: 'the guide wrote nothing into the reader\'s HOME', detail: written.join('\n') });
   const after = gitStatus();

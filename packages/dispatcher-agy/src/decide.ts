@@ -3,6 +3,7 @@
  * and what to publish once the worker is gone. No I/O here; run.ts does that.
  */
 import { parseJsonLenient } from '@prun/quota';
+import { EXIT_TEMPFAIL } from '@prun/kit/cli';
 import { PY_WHITESPACE_RUN, pyStrip, splitLines as pySplitlinesKit } from '@prun/kit/py';
 import { resultShapeLines } from '@prun/unit-state';
 import { z } from 'zod';
@@ -156,7 +157,35 @@ export function failureReason(status: string | null, error: string | null): stri
 }
 
 /** Exit code when an earlier worker still holds the working directory: a temporary refusal (EX_TEMPFAIL, as quota's). */
-export const BUSY_EXIT = 75;
+export const BUSY_EXIT = EXIT_TEMPFAIL;
+
+const BUSY_LEAD = 'another worker is still running in ';
+const BUSY_TAIL = " (its process tree holds the directory's lock); this one was not started";
+
+/** The FALLBACK reason of the busy refusal: `dir` is the working directory an earlier worker still holds. */
+export function busyRefusalReason(dir: string): string {
+  return `${BUSY_LEAD}${dir}${BUSY_TAIL}`;
+}
+
+/**
+ * The directory a busy refusal names, or null when `reason` (a FALLBACK reason as
+ * `fallbackReason` reads it back, or a dispatcher's stderr line with its prefix) is not one.
+ * Its exit code, 75, is quota's too: a reader without this text cannot tell them apart.
+ */
+export function busyRefusalDir(reason: string): string | null {
+  const text = pyStrip(reason);
+  const lead = text.indexOf(BUSY_LEAD);
+  if (lead === -1 || !text.endsWith(BUSY_TAIL)) return null;
+  // Only a bin prefix (`dispatch-task-agy: `) may come before the phrase.
+  if (lead > 0 && !/^[a-z][a-z0-9-]*: $/.test(text.slice(0, lead))) return null;
+  const dir = text.slice(lead + BUSY_LEAD.length, text.length - BUSY_TAIL.length);
+  return dir === '' ? null : dir;
+}
+
+/** Whether `reason` is the busy refusal (an earlier worker holds the directory; run the unit again later). */
+export function isBusyRefusal(reason: string): boolean {
+  return busyRefusalDir(reason) !== null;
+}
 
 /** How the worker's run ended, as the dispatcher saw it. */
 export type WorkerEnd =
@@ -215,7 +244,7 @@ function endReason(end: WorkerEnd): { code: number; reason: string } {
       // A temporary refusal, like quota: run the unit again once the earlier worker is gone.
       return {
         code: BUSY_EXIT,
-        reason: `another worker is still running in ${end.dir} (its process tree holds the directory's lock); this one was not started`,
+        reason: busyRefusalReason(end.dir),
       };
   }
 }

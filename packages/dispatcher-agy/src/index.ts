@@ -14,6 +14,10 @@ export {
   type OutcomeInput,
   type Outcome,
   decideOutcome,
+  BUSY_EXIT,
+  busyRefusalReason,
+  busyRefusalDir,
+  isBusyRefusal,
   lastLines,
   pySplitlines,
 } from './decide.js';

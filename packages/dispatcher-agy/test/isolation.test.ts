@@ -10,6 +10,8 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
+import { fallbackReason, parseResultSummary } from '@prun/unit-state';
+import { busyRefusalDir, isBusyRefusal } from '../src/index.js';
 import { planLaunch } from '../src/isolation.js';
 import { FAKE_AGY, PACKAGE_DIR, type RunResult, readState, rootPool, waitFor } from './harness.js';
 
@@ -228,6 +230,11 @@ describe.concurrent('the directory lock', () => {
       expect(second.code).toBe(75);
       expect(starts()).toBe(1);
       expect(readFileSync(secondResult, 'utf8')).toContain(`another worker is still running in ${root.work}`);
+      // What a batch reads back, from the published FALLBACK (no exit code) or the stderr line.
+      const summary = parseResultSummary(readFileSync(secondResult, 'utf8'));
+      expect(summary?.fallback).toBe(true);
+      expect(busyRefusalDir(fallbackReason(summary!))).toBe(root.work);
+      expect(isBusyRefusal(second.stderr.trim().split('\n').at(-1)!)).toBe(true);
       process.kill(firstPid, 'SIGKILL');
       await first;
       // Once the first tree is gone (the kernel's doing), the directory is free again.

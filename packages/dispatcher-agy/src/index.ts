@@ -46,6 +46,8 @@ export {
   type SettingsCheckOptions,
   checkDispatcherSettings,
   unitIdProblem,
+  PUBLISH_TAG,
+  resultPathProblem,
   dispatcherArgv,
   dispatcherCommand,
   parseSandbox,

@@ -54,12 +54,10 @@ import {
 } from './decide.js';
 import { isolationRecord, planLaunch, type LaunchPlan } from './isolation.js';
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
-import { MESSAGE_PREFIX, parsePreflightSettings } from './settings.js';
+import { MESSAGE_PREFIX, PUBLISH_TAG, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
 import { WorkerProcess, type WorkerExit } from './worker.js';
 
-/** Temp files of atomic publication carry this tag. */
-const PUBLISH_TAG = 'dispatch-task-agy';
 
 export interface DispatchIo {
   env: NodeJS.ProcessEnv;

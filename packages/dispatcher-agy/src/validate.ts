@@ -4,7 +4,7 @@ import { isAbsolute, join } from 'node:path';
 import { pyStrip } from '@prun/kit/py';
 import { isValidUnitId } from '@prun/unit-state';
 import type { Mode, ParsedArgs } from './args.js';
-import { type LaunchSettings, MAX_CONVERSATION_ID_BYTES, MAX_PROMPT_BYTES, NO_BINARY_EXIT, NO_BINARY_MESSAGE, UNIT_ID_MESSAGE, UsageError, parseLaunchSettings } from './settings.js';
+import { type LaunchSettings, MAX_CONVERSATION_ID_BYTES, MAX_PROMPT_BYTES, NO_BINARY_EXIT, NO_BINARY_MESSAGE, UNIT_ID_MESSAGE, UsageError, parseLaunchSettings, resultPathProblem } from './settings.js';
 
 export { UsageError };
 
@@ -143,6 +143,8 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
   if (existsOrIsLink(resultPath)) {
     throw new UsageError(`result path already exists; use a fresh path: ${resultPath}`);
   }
+  const nameProblem = resultPathProblem(resultPath);
+  if (nameProblem !== null) throw new UsageError(nameProblem);
 
   if (!promptRead.ok) {
     const why = promptRead.problem === 'EntryTooLarge' ? `larger than ${MAX_PROMPT_BYTES} bytes: ${promptPath}` : `${promptRead.problem}: ${promptPath}`;

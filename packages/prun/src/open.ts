@@ -56,7 +56,12 @@ function preflightUnits(units: ResolvedUnit[], env: NodeJS.ProcessEnv, paths: Ba
       }
       if (!isDir) throw new BatchError(`unit ${unit.id}: clone source is not a directory: ${unit.clone}`, EXIT.usage);
     }
-    const check: PreflightUnit = { id: unit.id, addDirs: unit.addDirs, env: unitEnv(env, unit, unit.clone ? paths.clone(unit.id) : null) };
+    const check: PreflightUnit = {
+      id: unit.id,
+      addDirs: unit.addDirs,
+      env: unitEnv(env, unit, unit.clone ? paths.clone(unit.id) : null),
+      resultFile: paths.result(unit.id),
+    };
     const refusal = dispatcherRefusal(check, paths.dir);
     if (refusal !== null) throw new BatchError(`unit ${unit.id}: the dispatcher would refuse it: ${refusal}`, EXIT.usage);
   }

@@ -22,7 +22,7 @@ import { batchPaths, queuedEntry, unitEnv, type BatchPaths } from './batch.js';
 import { dispatcherRefusal, type PreflightUnit } from './dispatcher.js';
 import { BatchError, EXIT } from './errors.js';
 import { appendLedger, readLedger, repairLedgerTail, type LedgerRead } from './ledger.js';
-import { takeDriverLock } from './lock.js';
+import { LOCK_FILE, drivenBy, liveLockHolder, takeDriverLock } from './lock.js';
 import { loadPlan, PlanError, type ResolvedUnit } from './plan.js';
 
 export interface OpenBatch {
@@ -76,13 +76,22 @@ function checkNewDir(target: string, mayBeTaken: boolean): void {
   checkAncestorWritable(target);
 }
 
+/**
+ * Why a new batch cannot take `target`, which exists and is not empty: a batch a live prun is
+ * driving (it just won the name, or runs on) is named with its pid and exit 101, as a second
+ * `--resume` would be; anything else is a usage error pointing at --resume.
+ */
+function takenRefusal(target: string): BatchError {
+  const holder = liveLockHolder(join(target, LOCK_FILE));
+  if (holder !== null) return drivenBy(target, holder);
+  return new BatchError(`batch directory already exists and is not empty; use --resume to continue it: ${target}`, EXIT.usage);
+}
+
 function checkTargetFree(target: string): void {
   try {
     const stat = lstatSync(target);
     if (!stat.isDirectory()) throw new BatchError(`--dir ${target} exists and is not a directory`, EXIT.usage);
-    if (readdirSync(target).length > 0) {
-      throw new BatchError(`batch directory already exists and is not empty; use --resume to continue it: ${target}`, EXIT.usage);
-    }
+    if (readdirSync(target).length > 0) throw takenRefusal(target);
   } catch (error) {
     if (error instanceof BatchError) throw error;
     const why = code(error);
@@ -240,9 +249,7 @@ export async function createBatch(planPath: string, dir: string | undefined, env
       const paths = batchPaths(target);
       return { paths, units: loadPlan(paths.plan).units, ledger: readLedger(paths.ledger), lockFd: placed.lockFd, tornSetAside: null };
     }
-    if (dir !== undefined) {
-      throw new BatchError(`batch directory already exists and is not empty; use --resume to continue it: ${target}`, EXIT.usage);
-    }
+    if (dir !== undefined) throw takenRefusal(target);
   }
   throw new BatchError(`no free default batch directory name in ${cwd}; pass --dir`, EXIT.usage);
 }

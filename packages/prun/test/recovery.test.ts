@@ -91,12 +91,14 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     const first = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '4'], { env: box.env, cwd: work });
     await waitFor(() => existsSync(dir) && ledger(dir).some((l) => l.status === 'running'), 'the first driver running');
 
-    const [second, retry, status] = await Promise.all([
+    const [second, retry, fresh, status] = await Promise.all([
       prun(['batch', '--resume', 'fanout'], { env: box.env, cwd: work }),
       prun(['batch', '--retry-failed', dir], { env: box.env, cwd: box.root }),
+      // A new batch on the same --dir: named as the same holder, not "use --resume" (exit 2).
+      prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: work }),
       prun(['status', 'fanout'], { env: box.env, cwd: work }),
     ]);
-    for (const refused of [second, retry]) {
+    for (const refused of [second, retry, fresh]) {
       expect(refused.exitCode).toBe(101);
       expect(refused.stdout).toBe('');
       expect(refused.stderr).toBe(`prun: ${dir} is being driven by prun pid ${first.pid}; wait for it, or watch it with prun status`);

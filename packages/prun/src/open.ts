@@ -24,6 +24,7 @@ import { BatchError, EXIT } from './errors.js';
 import { appendLedger, readLedger, repairLedgerTail, type LedgerRead } from './ledger.js';
 import { LOCK_FILE, drivenBy, liveLockHolder, takeDriverLock } from './lock.js';
 import { loadPlan, PlanError, type ResolvedUnit } from './plan.js';
+import { isRunning } from './units.js';
 
 export interface OpenBatch {
   paths: BatchPaths;
@@ -156,6 +157,30 @@ function fsyncPath(path: string): void {
   }
 }
 
+/** The hidden sibling a new batch is laid out in: `.<name>.prun-new-<pid>-<8 hex>`. */
+const layoutPrefix = (target: string): string => `.${basename(target)}.prun-new-`;
+
+/**
+ * Layouts of `target` left half-made by a prun killed while laying it out: its hidden siblings
+ * whose pid is no longer running. Nothing ran from them (the rename into place is the last step).
+ */
+function abandonedLayouts(target: string): string[] {
+  const prefix = layoutPrefix(target);
+  let names: string[];
+  try {
+    names = readdirSync(dirname(target));
+  } catch {
+    return [];
+  }
+  return names
+    .filter((name) => {
+      if (!name.startsWith(prefix)) return false;
+      const match = /^([1-9]\d*)-[0-9a-f]{8}$/.exec(name.slice(prefix.length));
+      return match !== null && !isRunning(Number(match[1]));
+    })
+    .map((name) => join(dirname(target), name));
+}
+
 /**
  * Lay a batch out in a hidden sibling and rename it into place, holding the driver lock from
  * the first moment: the directory appears whole (plan.json, prompts, one `queued` line per unit)
@@ -163,7 +188,7 @@ function fsyncPath(path: string): void {
  */
 function buildAndPlace(target: string, units: ResolvedUnit[]): { lockFd: number } | false {
   const parent = dirname(target);
-  const temp = join(parent, `.${basename(target)}.prun-new-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const temp = join(parent, `${layoutPrefix(target)}${process.pid}-${randomBytes(4).toString('hex')}`);
   const paths = batchPaths(temp);
   let lockFd: number | null = null;
   try {
@@ -228,6 +253,7 @@ export async function createBatch(planPath: string, dir: string | undefined, env
   } catch (error) {
     throw new BatchError(`--dir ${firstTarget}: cannot create its parent: ${code(error)}`, EXIT.usage);
   }
+  if (dir !== undefined) for (const left of abandonedLayouts(firstTarget)) rmSync(left, { recursive: true, force: true });
   for (let n = 1; n <= 1000; n += 1) {
     const target = dir === undefined ? join(cwd, defaultBatchDirName(now, n)) : firstTarget;
     if (dir === undefined && n > 1) {
@@ -288,7 +314,9 @@ export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string
   try {
     stat = statSync(paths.dir);
   } catch (error) {
-    throw new BatchError(`not a batch directory (${code(error)}): ${paths.dir}`, EXIT.usage);
+    const left = abandonedLayouts(paths.dir);
+    const hint = left.length === 0 ? '' : `; a prun killed while creating it left ${basename(left[0]!)} beside it, from which nothing ran: start the batch again with prun batch PLAN --dir ${dir}`;
+    throw new BatchError(`not a batch directory (${code(error)}): ${paths.dir}${hint}`, EXIT.usage);
   }
   if (!stat.isDirectory()) throw new BatchError(`not a batch directory (not a directory): ${paths.dir}`, EXIT.usage);
   try {

@@ -2,6 +2,7 @@
 // a scratch working directory, with a relative plan and a relative DIR, kill -9, Ctrl-C, a
 // second terminal, a damaged ledger, a signal after publication. Workers are tools/fake-agy
 // (through the per-prompt fixture); its call log counts worker starts.
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
@@ -274,4 +275,30 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     }
     expect(Object.values(callsPerUnit(box.logDir))).toEqual(trials.map(() => 1));
   }, 90_000);
+});
+
+describe('a batch killed while laying its directory out', () => {
+  it('leaves no batch; --resume names the half-made layout, and a new batch on that --dir removes it', async () => {
+    const { box, work } = scratch([unit('a')]);
+    // What a kill -9 between mkdir and the rename into place leaves: a hidden sibling named by
+    // the dead prun's pid. (A pid taken from a process that has exited; the live one is kept.)
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    const left = join(work, `.fanout.prun-new-${dead.stdout}-0123abcd`);
+    const alive = join(work, `.fanout.prun-new-${process.pid}-89abcdef`);
+    for (const layout of [left, alive]) {
+      mkdirSync(join(layout, 'prompts'), { recursive: true });
+      writeFileSync(join(layout, 'plan.json'), '{"units": []}\n');
+    }
+    const resume = await prun(['batch', '--resume', 'fanout'], { env: box.env, cwd: work });
+    expect(resume.exitCode).toBe(2);
+    expect(resume.stderr).toBe(
+      `prun: not a batch directory (ENOENT): ${join(work, 'fanout')}; a prun killed while creating it left .fanout.prun-new-${dead.stdout}-0123abcd beside it, from which nothing ran: start the batch again with prun batch PLAN --dir fanout`,
+    );
+    const fresh = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: work });
+    expect(fresh.exitCode, String(fresh.stderr)).toBe(0);
+    expect(existsSync(left)).toBe(false);
+    // A layout whose prun is alive may be a batch being created right now: never touched.
+    expect(existsSync(alive)).toBe(true);
+    expect(readdirSync(work).sort()).toEqual([`.fanout.prun-new-${process.pid}-89abcdef`, 'fanout', 'plan.json']);
+  }, 60_000);
 });

@@ -3,6 +3,7 @@
 // before a worker starts is checked here, and a refusal leaves nothing behind.
 import { randomBytes } from 'node:crypto';
 import {
+  realpathSync,
   accessSync,
   existsSync,
   closeSync,
@@ -303,6 +304,29 @@ function hasRunState(paths: BatchPaths): boolean {
 }
 
 /**
+ * The batch directory a copied or moved batch was made in, or null when its ledger's result
+ * paths (absolute, as every stored path is) lie in this directory. Driving a copy would read
+ * and write the original's files.
+ */
+function movedFrom(paths: BatchPaths, ledger: LedgerRead): string | null {
+  const here = realPath(paths.results);
+  for (const entry of ledger.entries) {
+    const results = dirname(entry.result_file);
+    // The same folder by another name (a symlink on the way) is not a move.
+    if (results !== paths.results && realPath(results) !== here) return dirname(results);
+  }
+  return null;
+}
+
+const realPath = (path: string): string | null => {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+};
+
+/**
  * An existing batch directory, ready to drive: the driver lock taken (another driver refused,
  * exit 101), its folders writable, its plan loaded, its ledger whole (a bad line before the
  * last, or a missing or empty ledger beside results or logs, stops here with exit 102 and
@@ -356,6 +380,13 @@ export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string
       throw new BatchError(
         `the ledger ${paths.ledger} is ${ledger.exists ? 'empty' : 'missing'} but the batch has results or logs; nothing was changed (restore the ledger, or start a new batch)`,
         EXIT.ledger,
+      );
+    }
+    const moved = movedFrom(paths, ledger);
+    if (moved !== null) {
+      throw new BatchError(
+        `${paths.dir} was copied or moved from ${moved}: its ledger names files there, not here; nothing was changed (resume ${moved} itself, or start a new batch from ${join(paths.dir, 'plan.json')})`,
+        EXIT.usage,
       );
     }
     const pending = units.filter((unit) => ledger.latest.get(unit.id)?.status !== 'done');

@@ -4,7 +4,7 @@
 // (through the per-prompt fixture); its call log counts worker starts.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, watch, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, watch, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { latestStatus, ledger, openGate, prun, sandbox, waitFor, workerCalls, type Sandbox } from './helpers.js';
@@ -300,5 +300,29 @@ describe('a batch killed while laying its directory out', () => {
     // A layout whose prun is alive may be a batch being created right now: never touched.
     expect(existsSync(alive)).toBe(true);
     expect(readdirSync(work).sort()).toEqual([`.fanout.prun-new-${process.pid}-89abcdef`, 'fanout', 'plan.json']);
+  }, 60_000);
+});
+
+describe('a copied or moved batch directory', () => {
+  it('is refused on --resume (it would drive the original\'s files); the same directory through a symlink is not', async () => {
+    const { box, work } = scratch([unit('a'), unit('b', {}, '[[agy EXIT=3]]')]);
+    const first = await prun(['batch', 'plan.json', '--dir', 'quick'], { env: box.env, cwd: work });
+    expect(first.exitCode).toBe(1);
+    expect(spawnSync('cp', ['-r', 'quick', 'copy'], { cwd: work }).status).toBe(0);
+    symlinkSync('quick', join(work, 'link'));
+    const ledgerBefore = readFileSync(join(work, 'copy', 'ledger.jsonl'), 'utf8');
+    const calls = workerCalls(box.logDir).length;
+
+    const copied = await prun(['batch', '--retry-failed', 'copy'], { env: box.env, cwd: work });
+    expect(copied.exitCode).toBe(2);
+    expect(copied.stderr).toBe(
+      `prun: ${join(work, 'copy')} was copied or moved from ${join(work, 'quick')}: its ledger names files there, not here; nothing was changed (resume ${join(work, 'quick')} itself, or start a new batch from ${join(work, 'copy', 'plan.json')})`,
+    );
+    expect(readFileSync(join(work, 'copy', 'ledger.jsonl'), 'utf8')).toBe(ledgerBefore);
+    expect(workerCalls(box.logDir)).toHaveLength(calls);
+
+    const linked = await prun(['batch', '--retry-failed', 'link'], { env: box.env, cwd: work });
+    expect(linked.exitCode, String(linked.stderr)).toBe(0);
+    expect(latestStatus(join(work, 'quick'))).toEqual({ a: 'done', b: 'done' });
   }, 60_000);
 });

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRunning } from '../src/units.js';
-import { latestStatus, ledger, openGate, prun, repoRoot, sandbox, waitFor, workerCalls, type Sandbox } from './helpers.js';
+import { latestStatus, ledger, openGate, prun, repoRoot, sandbox, waitFor, workerCalls, workerStarts, type Sandbox } from './helpers.js';
 
 const DISPATCHER = join(repoRoot, 'packages/dispatcher-agy/bin/prun-dispatch-agy.js');
 
@@ -109,5 +109,7 @@ describe('prun batch and the dispatcher\'s busy refusal', () => {
     // The refused dispatches started no worker: u's worker ran on the first run and the last.
     expect(workerCalls(box.logDir).filter((c) => c.unit === 'u')).toHaveLength(2);
     expect(workerCalls(box.logDir).filter((c) => c.unit === 'holder')).toHaveLength(1);
+    // Counted at start, before a worker reads its prompt: the holder and u's two runs, all in u's clone.
+    expect(workerStarts(box.logDir)).toEqual({ u: 3 });
   }, 180_000);
 });

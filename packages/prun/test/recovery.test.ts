@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, watch, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { latestStatus, ledger, openGate, prun, sandbox, waitFor, workerCalls, type Sandbox } from './helpers.js';
+import { latestStatus, ledger, openGate, prun, sandbox, waitFor, workerCalls, workerStarts, type Sandbox } from './helpers.js';
 
 let box: Sandbox | undefined;
 afterEach(() => {
@@ -31,11 +31,8 @@ function scratch(units: unknown[], extra: NodeJS.ProcessEnv = {}): { box: Sandbo
   return { box, work };
 }
 
-const callsPerUnit = (logDir: string): Record<string, number> => {
-  const out: Record<string, number> = {};
-  for (const call of workerCalls(logDir)) out[call.unit ?? '?'] = (out[call.unit ?? '?'] ?? 0) + 1;
-  return out;
-};
+/** Worker starts per unit, counted before a worker reads its prompt (a worker killed at once counts). */
+const callsPerUnit = (logDir: string): Record<string, number> => workerStarts(logDir);
 
 const ledgerLines = (dir: string): number => (existsSync(join(dir, 'ledger.jsonl')) ? readFileSync(join(dir, 'ledger.jsonl'), 'utf8').split('\n').filter(Boolean).length : 0);
 
@@ -150,7 +147,8 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     const dir = join(work, 'fanout');
     const run = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '2'], { env: box.env, cwd: work });
     await waitFor(
-      () => existsSync(dir) && callsPerUnit(box.logDir).slow === 1 && ledger(dir).some((l) => l.id === 'slow' && l.status === 'running' && l.state_dir) && latestStatus(dir).quick === 'done',
+      // The worker has read its prompt (calls.jsonl), so its conversation is being recorded.
+      () => existsSync(dir) && workerCalls(box.logDir).filter((c) => c.unit === 'slow').length === 1 && ledger(dir).some((l) => l.id === 'slow' && l.status === 'running' && l.state_dir) && latestStatus(dir).quick === 'done',
       'slow running and quick done',
     );
     run.kill(signal);

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { prun, prunBin, sandbox, workerCalls, type Sandbox } from './helpers.js';
+import { prun, prunBin, sandbox, workerCalls, workerStarts, type Sandbox } from './helpers.js';
 
 let box: Sandbox;
 beforeAll(() => {
@@ -61,7 +61,7 @@ describe('prun batch refuses before the first worker starts', () => {
     const run = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: { ...box.env, ...env }, cwd: dir });
     expectRefused(run, `unit u1: the dispatcher would refuse it: ${fragment}`);
     expect(listing(dir)).toEqual(['plan.json']);
-    expect(workerCalls(box.logDir)).toHaveLength(0);
+    expect(workerStarts(box.logDir)).toEqual({});
   });
 
   it('plan and input problems, each naming the field or path', async () => {
@@ -83,7 +83,7 @@ describe('prun batch refuses before the first worker starts', () => {
       expectRefused(run, fragment);
       expect(listing(dir), what).toEqual(['plan.json', ...extra].sort());
     }
-    expect(workerCalls(box.logDir)).toHaveLength(0);
+    expect(workerStarts(box.logDir)).toEqual({});
   });
 
   it('a plan that is a FIFO is refused at once, not waited on', async () => {
@@ -113,7 +113,7 @@ describe('prun batch refuses before the first worker starts', () => {
       expect(listing(dir), target).toEqual(before);
     }
     expect(existsSync('/proc/nope')).toBe(false);
-    expect(workerCalls(box.logDir)).toHaveLength(0);
+    expect(workerStarts(box.logDir)).toEqual({});
   });
 
   it.skipIf(!canUnshare)('a read-only parent directory (EROFS) is a usage error and leaves nothing', async () => {

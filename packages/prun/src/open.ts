@@ -242,6 +242,8 @@ function buildAndPlace(target: string, units: ResolvedUnit[]): { lockFd: number 
  * `dir` undefined picks the default name in `cwd`, unique even for batches started together.
  */
 export async function createBatch(planPath: string, dir: string | undefined, env: NodeJS.ProcessEnv, cwd: string): Promise<OpenBatch> {
+  // An empty --dir would resolve to the working directory itself: refused, never guessed.
+  if (dir !== undefined && dir.trim() === '') throw new BatchError('--dir must not be empty', EXIT.usage);
   const planAbsolute = resolve(cwd, planPath);
   const { units } = loadPlan(planAbsolute);
   const now = new Date();
@@ -333,6 +335,7 @@ const realPath = (path: string): string | null => {
  * nothing changed), the dispatcher's checks passed; then a torn last line is set aside.
  */
 export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string): Promise<OpenBatch> {
+  if (dir.trim() === '') throw new BatchError('the batch directory must not be empty', EXIT.usage);
   const paths = batchPaths(resolve(cwd, dir));
   let stat;
   try {

@@ -165,6 +165,17 @@ describe('prun batch refuses before the first worker starts', () => {
   }, 30_000);
 });
 
+describe('an empty DIR', () => {
+  it('is refused (it would mean the working directory), for a new batch and for --resume', async () => {
+    const dir = caseDir();
+    const fresh = await prun(['batch', 'plan.json', '--dir', ''], { env: box.env, cwd: dir });
+    expectRefused(fresh, '--dir must not be empty');
+    const resume = await prun(['batch', '--resume', ''], { env: box.env, cwd: dir });
+    expectRefused(resume, 'the batch directory must not be empty');
+    expect(listing(dir)).toEqual(['plan.json']);
+  });
+});
+
 describe('the unit id bound', () => {
   it('the longest id the README allows (204 characters) runs and publishes its result', async () => {
     const id = 'y'.repeat(204);

@@ -305,6 +305,13 @@ function hasRunState(paths: BatchPaths): boolean {
   return false;
 }
 
+/** How a ledger without one entry looks: missing, empty, or holding only a torn line. */
+function ledgerEmptiness(ledger: LedgerRead): string {
+  if (!ledger.exists) return 'is missing';
+  if (ledger.tornTail !== null) return `holds only a torn line (${ledger.tornTail.bytes.length} bytes, no whole entry)`;
+  return 'is empty';
+}
+
 /**
  * The batch directory a copied or moved batch was made in, or null when its ledger's result
  * paths (absolute, as every stored path is) lie in this directory. Driving a copy would read
@@ -381,7 +388,7 @@ export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string
     }
     if (ledger.entries.length === 0 && hasRunState(paths)) {
       throw new BatchError(
-        `the ledger ${paths.ledger} is ${ledger.exists ? 'empty' : 'missing'} but the batch has results or logs; nothing was changed (restore the ledger, or start a new batch)`,
+        `the ledger ${paths.ledger} ${ledgerEmptiness(ledger)} but the batch has results or logs; nothing was changed (restore the ledger, or start a new batch)`,
         EXIT.ledger,
       );
     }

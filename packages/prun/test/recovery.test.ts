@@ -202,6 +202,7 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     const cases: Array<[string, string | null, RegExp]> = [
       ['bad middle line', [lines[0], '{"id":"m1" garbage', ...lines.slice(1)].join('\n'), /^prun: ledger line 2 of .*ledger\.jsonl is not a valid entry; nothing was changed/],
       ['empty ledger', '', /^prun: the ledger .*ledger\.jsonl is empty but the batch has results or logs; nothing was changed/],
+      ['only a torn line', '{"id":"m1","status":"do', /^prun: the ledger .*ledger\.jsonl holds only a torn line \(23 bytes, no whole entry\) but the batch has results or logs; nothing was changed/],
       ['missing ledger', null, /^prun: the ledger .*ledger\.jsonl is missing but the batch has results or logs; nothing was changed/],
     ];
     for (const [what, content, message] of cases) {

@@ -1,6 +1,6 @@
 /**
- * What prun adds beyond the original (architecture.md §3) and the validation surface of §1,
- * run against the built bin and tools/fake-agy.
+ * What prun adds beyond the original (README, "Beyond the original") and the validation surface
+ * (README, "How it works", step 1), run against the built bin and tools/fake-agy.
  */
 import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,6 +1,7 @@
 /**
- * The upstream integration inventory (dispatcher-agy.md §11.3, #20-#65), run against the built
- * bin and tools/fake-agy. Numbers in test names point at the inventory.
+ * The upstream Python dispatcher's integration tests, ported and run against the built bin and
+ * tools/fake-agy. Numbers in test names (#20-#65) keep the upstream inventory's numbering, so each
+ * case can be matched with the original test it ports.
  */
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

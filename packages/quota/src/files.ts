@@ -1,5 +1,8 @@
 import { readFile, stat } from 'node:fs/promises';
-import { writeFileAtomic as writeAtomic } from '@prun/kit/fs';
+import path from 'node:path';
+import { removeStaleTemps, writeFileAtomic as writeAtomic } from '@prun/kit/fs';
+
+const TEMP_TAG = 'prun-quota';
 import { parseJsonLenient } from './json.js';
 
 /** Seconds since the file's mtime (never negative), or null when it cannot be stat'ed. */
@@ -26,8 +29,11 @@ export async function readJsonFile(filePath: string): Promise<unknown> {
 /**
  * Writes `text` so readers see the old file or the new one, never a part: @prun/kit/fs's
  * durable atomic writer (temp file in the same directory, fsync, rename, directory fsync; the
- * temp file is removed if anything fails). Creates the directory.
+ * temp file is removed if anything fails). Creates the directory. Temp files a killed writer
+ * left beside it (`.<name>.prun-quota-<dead pid>-<nonce>.tmp`) are removed first.
  */
 export async function writeFileAtomic(filePath: string, text: string): Promise<void> {
-  writeAtomic(filePath, text, { tag: 'prun-quota', mode: 0o644 });
+  // A refresh killed mid-write (kill -9, a reboot) leaves its temp file; the next write tidies up.
+  removeStaleTemps(path.dirname(filePath), { tag: TEMP_TAG });
+  writeAtomic(filePath, text, { tag: TEMP_TAG, mode: 0o644 });
 }

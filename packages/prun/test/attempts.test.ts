@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ledger, prun, sandbox, type Sandbox } from './helpers.js';
+import { ledger, prun, sandbox, waitFor, type Sandbox } from './helpers.js';
 
 let box: Sandbox | undefined;
 afterEach(() => {
@@ -40,4 +40,23 @@ describe('prun batch attempts', () => {
     const second = ledger(dir).filter((l) => l.attempt === 2);
     expect(second.map((l) => l.state_dir).filter((d) => d === firstDir)).toEqual([]);
   }, 90_000);
+});
+
+describe('prun batch summary table', () => {
+  it('shows RESULT missing for a unit whose dispatcher died before it published anything', async () => {
+    box = sandbox();
+    const work = join(box.root, 'work');
+    mkdirSync(work);
+    writeFileSync(join(work, 'plan.json'), JSON.stringify({ units: [{ id: 'gone', prompt: 'UNIT-ID:gone [[gate never]]', model: 'fake-model-x' }, { id: 'ok', prompt: 'UNIT-ID:ok', model: 'fake-model-x' }] }));
+    const dir = join(work, 'fanout');
+    const run = prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: work });
+    await waitFor(() => existsSync(dir) && ledger(dir).some((l) => l.id === 'gone' && (l as { dispatcher_pid?: number }).dispatcher_pid !== undefined), 'the dispatcher of gone');
+    const pid = (ledger(dir).findLast((l) => l.id === 'gone' && (l as { dispatcher_pid?: number }).dispatcher_pid !== undefined) as { dispatcher_pid: number }).dispatcher_pid;
+    process.kill(pid, 'SIGKILL');
+    const ended = await run;
+    expect(ended.exitCode).toBe(1);
+    const rows = String(ended.stdout).split('\n');
+    expect(rows.find((r) => r.startsWith('gone '))).toMatch(/^gone +failed +137 +missing +dispatcher exited with code 137/);
+    expect(rows.find((r) => r.startsWith('ok '))).toMatch(/^ok +done +0 +results\/ok\.md/);
+  }, 60_000);
 });

@@ -14,6 +14,7 @@ import {
   pyFloatRepr,
   pyJsonDumps,
   pyJsonLoads,
+  pyListRepr,
   pyRepr,
   pySplit,
   pyStrip,
@@ -73,6 +74,7 @@ interface Answers {
   split: string[][];
   splitlines: string[][];
   repr: string[];
+  listrepr: Array<[string, string[]]>;
   unassigned: string[][];
   dumps: string[][];
   expanduser: string[];
@@ -81,6 +83,7 @@ interface Answers {
 
 const strings = fc.sample(text, { numRuns: RUNS, seed });
 const values = fc.sample(value, { numRuns: RUNS, seed });
+const lists = fc.sample(fc.array(text, { maxLength: 4 }), { numRuns: RUNS, seed });
 const errnos = Object.keys(osConstants.errno);
 const homeCases = HOMES.flatMap((home) => PATHS.map((path) => ({ home, path })));
 let answers: Answers;
@@ -94,7 +97,7 @@ function transport(item: unknown): string {
 beforeAll(() => {
   if (python === null) return;
   const result = spawnSync(python, [oracle], {
-    input: transport({ strings, values, expanduser: homeCases, errnos }),
+    input: transport({ strings, lists, values, expanduser: homeCases, errnos }),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -125,6 +128,19 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
     });
     expect(compared).toBeGreaterThan(RUNS / 2);
     expect(pyRepr('\x85\xa0\u200b\x7f')).toBe("'\\x85\\xa0\\u200b\\x7f'");
+  });
+
+  test('pyListRepr is repr(list of str)', () => {
+    let compared = 0;
+    lists.forEach((input, index) => {
+      const [expected, unassigned] = answers.listrepr[index] as [string, string[]];
+      if (unassigned.some((c) => isPyPrintable(c))) return;
+      compared += 1;
+      expect(pyListRepr(input), `seed ${seed}, input ${JSON.stringify(input)}`).toBe(expected);
+    });
+    expect(compared).toBeGreaterThan(RUNS / 2);
+    expect(pyListRepr(['a\x85b', '\xa0', '\u200b', "it's"])).toBe(`['a\\x85b', '\\xa0', '\\u200b', "it's"]`);
+    expect(pyListRepr([])).toBe('[]');
   });
 
   test('pyJsonDumps is json.dumps with its defaults, ensure_ascii=False, compact separators and indent=2', () => {

@@ -93,6 +93,11 @@ export function pyRepr(text: string): string {
   return out + quote;
 }
 
+/** Python `repr()` of a list of str: `['a', "it's", '\x85']`. */
+export function pyListRepr(items: readonly string[]): string {
+  return `[${items.map(pyRepr).join(', ')}]`;
+}
+
 // --- numbers ------------------------------------------------------------------------------------
 
 /**

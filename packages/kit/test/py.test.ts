@@ -11,6 +11,7 @@ import {
   isPyPrintable,
   pyErrorName,
   pyExceptionName,
+  pyFloat,
   pyFloatRepr,
   pyInt,
   pyJsonDumps,
@@ -68,7 +69,7 @@ const value = fc.letrec<{ value: unknown }>((tie) => ({
   ),
 })).value;
 
-// Text that int() (and float()) might take: digits (ASCII, Arabic-Indic, fullwidth, mathematical),
+// Text that int() and float() might take: digits (ASCII, Arabic-Indic, fullwidth, mathematical),
 // signs, points, exponents, underscores, the inf/nan words, and the edge of their whitespace set.
 const NUMBER_PIECES = [
   ...'0123456789', '_', '__', '.', 'e', 'E', '+', '-', ' ', '\t', '\n', '\x0b', '\x1c', '\x1f', '\x85', '\xa0',
@@ -101,6 +102,7 @@ interface Answers {
   listrepr: Array<[string, string[]]>;
   universal: string[][];
   int: Array<string | null>;
+  float: Array<string | null>;
   numberunassigned: string[][];
   unassigned: string[][];
   dumps: string[][];
@@ -176,16 +178,23 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
     expect(pyListRepr([])).toBe('[]');
   });
 
-  test('pyInt is int(str)', () => {
+  test('pyInt is int(str) and pyFloat is float(str)', () => {
     numbers.forEach((input, index) => {
       // A digit newer than this Python's Unicode tables is a digit here and refused there.
       if ((answers.numberunassigned[index] ?? []).some((c) => /\p{Nd}/u.test(c))) return;
+      const where = `seed ${seed}, input ${JSON.stringify(input)}`;
       const int = pyInt(input);
-      expect(int === null ? null : String(int), `seed ${seed}, input ${JSON.stringify(input)}`).toBe(answers.int[index]);
+      expect(int === null ? null : String(int), where).toBe(answers.int[index]);
+      const float = pyFloat(input);
+      expect(float === null ? null : pyFloatRepr(float), where).toBe(answers.float[index]);
     });
     expect(answers.int.filter((answer) => answer !== null).length).toBeGreaterThan(RUNS / 10);
+    expect(answers.float.filter((answer) => answer !== null).length).toBeGreaterThan(RUNS / 5);
     // python3 strips less than str.strip() here: \x1c-\x1f (and U+FEFF) make the text invalid.
     expect(['1_0', ' +7\xa0', '1__0', '_1', '1.0', '\x1c1', '\ufeff1', '\u0663'].map(pyInt)).toEqual([10n, 7n, null, null, null, null, null, 3n]);
+    expect(['\ufeff1', '1\x85', '\u0661\u0662', '1\x1c', '1_0.5', '1._5', '.5', '1.e5', '-iNfinity', '+nan', 'in_f'].map(pyFloat)).toEqual([
+      null, 1, 12, null, 10.5, null, 0.5, 100000, -Infinity, NaN, null,
+    ]);
   });
 
   test('pyJsonDumps is json.dumps with its defaults, ensure_ascii=False, compact separators and indent=2', () => {

@@ -154,6 +154,8 @@ function asciiNumberText(text: string): string | null {
 // A run of digits holding single underscores between digits (PEP 515), as both accept.
 const DIGITS = String.raw`\d(?:_?\d)*`;
 const INT_TEXT = new RegExp(`^[+-]?${DIGITS}$`);
+const FLOAT_TEXT = new RegExp(`^[+-]?(?:${DIGITS}(?:\\.(?:${DIGITS})?)?|\\.${DIGITS})(?:[eE][+-]?${DIGITS})?$`);
+const FLOAT_WORD = /^([+-]?)(?:(inf|infinity)|nan)$/i;
 
 /**
  * Python `int(text)` of a str (base 10): surrounding whitespace, one sign, `_` between digits and
@@ -163,6 +165,21 @@ export function pyInt(text: string): bigint | null {
   const body = asciiNumberText(text);
   if (body === null || !INT_TEXT.test(body)) return null;
   return BigInt(body.replaceAll('_', ''));
+}
+
+/**
+ * Python `float(text)` of a str: surrounding whitespace, a sign, digits with an optional fraction
+ * and exponent (`_` between digits, any Unicode decimal digit), or `inf`/`infinity`/`nan` in any
+ * case. Null where Python raises ValueError.
+ */
+export function pyFloat(text: string): number | null {
+  const body = asciiNumberText(text);
+  if (body === null) return null;
+  if (FLOAT_TEXT.test(body)) return Number(body.replaceAll('_', ''));
+  const word = FLOAT_WORD.exec(body);
+  if (word === null) return null;
+  if (word[2] === undefined) return NaN;
+  return word[1] === '-' ? -Infinity : Infinity;
 }
 
 // --- numbers ------------------------------------------------------------------------------------

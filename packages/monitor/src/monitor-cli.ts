@@ -1,7 +1,7 @@
+import { printable } from '@prun/kit/cli';
 import { formatStatus } from './classify.js';
 import { LiveView, colourWanted, liveViewWanted, runWatchCli, unusableFileText, writeLine } from './cli-common.js';
 import { MonitorRun, type MonitorRecord } from './monitor.js';
-import { printable } from './operands.js';
 import { MONITOR_ENV, readSettings } from './settings.js';
 import { MONITOR_SPEC } from './spec.js';
 

@@ -1,5 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
-import { writeFileAtomic as writeAtomic } from '@prun/kit/fs';
+import path from 'node:path';
+import { removeStaleTemps, writeFileAtomic as writeAtomic } from '@prun/kit/fs';
 import { parseJsonLenient } from './json.js';
 
 /** Seconds since the file's mtime (never negative), or null when it cannot be stat'ed. */
@@ -23,11 +24,17 @@ export async function readJsonFile(filePath: string): Promise<unknown> {
   }
 }
 
+/** The tag in quota's temp file names (`.<name>.prun-quota-<pid>-<nonce>.tmp`). */
+const TEMP_TAG = 'prun-quota';
+
 /**
  * Writes `text` so readers see the old file or the new one, never a part: @prun/kit/fs's
  * durable atomic writer (temp file in the same directory, fsync, rename, directory fsync; the
- * temp file is removed if anything fails). Creates the directory.
+ * temp file is removed if anything fails). Creates the directory. A writer killed mid-write
+ * (SIGKILL, power loss) cannot remove its temp, so each write first removes the temps of this
+ * file whose writer's pid is dead; a live writer's temp is kept.
  */
 export async function writeFileAtomic(filePath: string, text: string): Promise<void> {
-  writeAtomic(filePath, text, { tag: 'prun-quota', mode: 0o644 });
+  removeStaleTemps(path.dirname(filePath), { tag: TEMP_TAG, target: path.basename(filePath) });
+  writeAtomic(filePath, text, { tag: TEMP_TAG, mode: 0o644 });
 }

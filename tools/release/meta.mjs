@@ -10,7 +10,8 @@
 //    `changeset version` keeps the ranges current (updateInternalDependencies);
 //  - `files` names only what runs (dist, bin, data the code reads) and covers every bin and
 //    export;
-//  - the package declares exactly the modules its built code imports (needs `pnpm build`);
+//  - the package declares exactly the modules its built code imports (needs `pnpm build`),
+//    and dist/ holds nothing an older build left behind;
 //  - every third-party dependency is in the local registry's mirror (tools/registry/mirror);
 //  - every changeset names workspace packages.
 // `--write` stamps the metadata, rewrites `workspace:` ranges and renames the meta package's
@@ -65,6 +66,27 @@ function withKeyOrder(manifest) {
   return Object.fromEntries(Object.entries(manifest).sort(([a], [b]) => rank(a) - rank(b)));
 }
 
+/** Files in dist/ that no file in src/ compiles to: a build does not delete them, a publish would ship them. */
+export function staleOutputs(dir) {
+  const dist = join(dir, 'dist');
+  const src = join(dir, 'src');
+  if (!existsSync(dist) || !existsSync(src)) return [];
+  const stale = [];
+  const walk = (path, rel) => {
+    for (const entry of readdirSync(path, { withFileTypes: true })) {
+      const relative = rel ? `${rel}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) walk(join(path, entry.name), relative);
+      else {
+        const stem = relative.replace(/(\.d)?\.(m|c)?(js|ts)$/u, '');
+        const sources = ['.ts', '.tsx', '.mts', '.cts', '.js', '.mjs'].map((ext) => join(src, `${stem}${ext}`));
+        if (!sources.some((source) => existsSync(source))) stale.push(`dist/${relative}`);
+      }
+    }
+  };
+  walk(dist, '');
+  return stale;
+}
+
 function sameJson(a, b) {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -117,6 +139,9 @@ export function checkPackage(pkg, versions, mirror) {
     }
   }
 
+  for (const file of staleOutputs(pkg.dir)) {
+    say(`${file} is left over from an older build (its source is gone): pnpm build removes it (each package's build clears its dist first)`);
+  }
   if (existsSync(join(pkg.dir, 'dist'))) {
     const imported = importedPackages(join(pkg.dir, 'dist'));
     for (const dep of importedPackages(join(pkg.dir, 'bin'))) imported.add(dep);

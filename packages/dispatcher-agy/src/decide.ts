@@ -68,7 +68,10 @@ export interface WorkerArgvInput {
   conversationId: string | null;
 }
 
-/** The worker command line in the exact order of §4.3 (the first element is the executable). */
+/**
+ * The worker command line in the exact order of README "How it works", step 7 (the first element
+ * is the executable).
+ */
 export function buildWorkerArgv(input: WorkerArgvInput): string[] {
   const argv = [input.exe, '--input-format', 'stream-json', '--output-format', 'stream-json', '--model', input.model];
   if (input.effort !== null) argv.push('--effort', input.effort);
@@ -107,8 +110,9 @@ const ResultEventSchema = z.object({
 });
 
 /**
- * Reads the worker's stream-json capture (§5): the conversation id of the last init event with
- * a non-blank id, and status/error/response folded over every result event in order.
+ * Reads the worker's stream-json capture (README, "How it works", step 10): the conversation id of
+ * the last init event with a non-blank id, and status/error/response folded over every result
+ * event in order.
  */
 export function readEventStream(text: string): StreamReading {
   const reading: StreamReading = { conversationId: null, status: null, response: null, error: null };
@@ -220,7 +224,7 @@ function endReason(end: WorkerEnd): { code: number; reason: string } {
   }
 }
 
-/** §7.2: the exit code, the reason and what to publish, once the worker is gone. */
+/** README "How it works", step 11: the exit code, the reason and what to publish, once the worker is gone. */
 export function decideOutcome({ end, reading, workerWrote }: OutcomeInput): Outcome {
   let { code, reason } = endReason(end);
   let refreshQuota = false;

@@ -70,6 +70,9 @@ if (@wrap) {
   exit 127;
 }
 
+# Once the dispatcher is gone its end of the status pipe is too: a write must then fail, not
+# kill the keeper with SIGPIPE before it has cleaned up.
+$SIG{PIPE} = 'IGNORE';
 my %prctl = (x86_64 => 157, aarch64 => 167, riscv64 => 167, loongarch64 => 167, i686 => 172, i386 => 172, arm => 172, s390x => 172, powerpc64 => 171, ppc64 => 171);
 my ($arch) = $Config{archname} =~ /^([^-]+)/;
 syscall($prctl{$arch}, 36, 1, 0, 0, 0) if defined $arch && exists $prctl{$arch};  # PR_SET_CHILD_SUBREAPER
@@ -102,7 +105,7 @@ $agy = fork();
 unless (defined $agy) { print $status "exec-failed fork: $!\\n"; exit 127; }
 if ($agy == 0) {
   POSIX::setpgid(0, 0);
-  $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP USR1 USR2);
+  $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP USR1 USR2 PIPE);
   close($er);
   cloexec($status, 1);
   { no warnings 'exec'; exec { $ARGV[0] } @ARGV; }
@@ -138,10 +141,12 @@ use strict; use warnings; use Fcntl;
 open(my $status, '>&=', 3) or exit 120;
 { my $old = select($status); $| = 1; select($old); }
 $SIG{HUP} = 'DEFAULT';
+$SIG{PIPE} = 'IGNORE';
 pipe(my $er, my $ew) or do { print $status "exec-failed pipe: $!\\n"; exit 127; };
 my $pid = fork();
 unless (defined $pid) { print $status "exec-failed fork: $!\\n"; exit 127; }
 if ($pid == 0) {
+  $SIG{PIPE} = 'DEFAULT';
   close($er);
   my $f = fcntl($status, F_GETFD, 0); fcntl($status, F_SETFD, $f | FD_CLOEXEC);
   { no warnings 'exec'; exec { $ARGV[0] } @ARGV; }

@@ -1,6 +1,6 @@
 /**
- * The dispatch itself (§10.1): state directory, quota route, preflight, scrubbed launch, live
- * capture and publication. Everything that decides lives in decide.ts; this file does the I/O.
+ * The dispatch itself (README, "How it works"): state directory, quota route, preflight, scrubbed
+ * launch, live capture and publication. Everything that decides lives in decide.ts; this file does the I/O.
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, statSync, writeFileSync, writeSync } from 'node:fs';
@@ -354,7 +354,10 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
   return launchAndPublish(run, model);
 }
 
-/** §6.1-§6.3 up to the STATE-DIR line; an error text when the directories cannot be made. */
+/**
+ * README "How it works", step 2, up to the STATE-DIR line (files: docs/state-directory.md); an
+ * error text when the directories cannot be made.
+ */
 function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv, plan: LaunchPlan): Unit | string {
   const nonce = newNonce();
   const stateDir = join(systemTempDir(env, config.cwd), stateDirName({ cwd: config.cwd, unitId: config.unitId, pid: process.pid, nonce }));
@@ -381,7 +384,7 @@ async function loadStatesIfNeeded(model: string, env: NodeJS.ProcessEnv): Promis
   return loadPoolStatesForDispatch({ env });
 }
 
-/** Steps 3-6 of §10.1: the model that will run, or a Stop. */
+/** README "How it works", steps 3-6: the model that will run, or a Stop. */
 async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise<string> {
   const env = run.io.env;
   const pinned = config.namedModel !== '';
@@ -405,7 +408,7 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
   return final;
 }
 
-/** §8.1: `--version`, `models`, resolution. Returns the final model or throws a Stop. */
+/** README "How it works", step 5: `--version`, `models`, resolution; the final model or a Stop. */
 async function preflight(run: Dispatch, config: DispatchConfig, routed: string): Promise<string> {
   const env = run.io.env;
   // A bad value is a UsageError (a CliError): the dispatch ends with its message, after STATE-DIR.
@@ -458,7 +461,7 @@ interface WorkerRun {
   end: WorkerEnd;
 }
 
-/** Steps 7-11 of §10.1. */
+/** README "How it works", steps 7-11. */
 async function launchAndPublish(run: Dispatch, model: string): Promise<number> {
   const { config, scratchDir } = run.unit!;
   const env = run.io.env;
@@ -604,7 +607,7 @@ function workerEnd(
   return { kind: 'exited', code: exit.code ?? 70 };
 }
 
-/** §7.2 after the worker is gone: conversation id, outcome, publication, tail echo. */
+/** README "How it works", steps 10-11: conversation id, outcome, publication, tail echo. */
 async function publish(run: Dispatch, end: WorkerEnd): Promise<number> {
   const { config, nonce } = run.unit!;
   const env = run.io.env;

@@ -26,7 +26,7 @@ export interface ValidateDeps {
   env: NodeJS.ProcessEnv;
   cwd: string;
   defaultModel: string;
-  /** Resolves ANTIGRAVITY_BIN the way the dispatcher does (§4.1); null when nothing is found. */
+  /** Resolves ANTIGRAVITY_BIN as the dispatcher does (README "How it works", step 1); null if none. */
   locateBinary: (env: NodeJS.ProcessEnv, cwd: string) => string | null;
 }
 
@@ -125,8 +125,9 @@ export function osErrorText(error: unknown): string {
 }
 
 /**
- * Steps 2-11 of §1.2 in their exact order; throws UsageError (exit 2, or 70 for a missing
- * binary) with the original's message. Touches the file system only to read.
+ * The checks of README "How it works", step 1, after argparse, in their exact order; throws
+ * UsageError (exit 2, or 70 for a missing binary) with the original's message. Touches the file
+ * system only to read.
  */
 export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
   const { env, cwd } = deps;

@@ -1,6 +1,6 @@
 /**
- * Unit tests of the pure decisions, plus the upstream unit inventory (§11.2, #1-#19) as it
- * applies to the functions this dispatcher runs on.
+ * Unit tests of the pure decisions, plus the upstream Python dispatcher's unit tests (numbered
+ * #1-#19 as in the upstream inventory) as they apply to the functions this dispatcher runs on.
  */
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * The secret scrub applied to a worker's environment (dispatcher-agy.md §3).
+ * The secret scrub applied to a worker's environment (the rules: this package's README).
  *
  * Names are matched with plain substring checks on the upper-cased name: no regular
  * expression ever runs over the (untrusted) environment, so no input can make it slow.
@@ -41,7 +41,7 @@ export function parseKeepList(value: string | undefined | null): string[] {
   return names;
 }
 
-/** True when the name looks like it holds a secret (§3 rule 2), ignoring the keep rules. */
+/** True when the name looks like it holds a secret (the drop rule), ignoring the keep rules. */
 export function isSecretName(name: string): boolean {
   const upper = name.toUpperCase();
   return (
@@ -50,7 +50,7 @@ export function isSecretName(name: string): boolean {
   );
 }
 
-/** True when the §3 rules let the variable through to the worker. */
+/** True when the scrub rules let the variable through to the worker. */
 export function isKeptName(name: string, keep: Iterable<string> = []): boolean {
   return keptByRules(name, upperCasedSet(keep));
 }
@@ -93,7 +93,7 @@ export interface ScrubResult {
   withheld: string[];
 }
 
-/** Applies the §3 scrub to an environment. Variables whose value is `undefined` are skipped. */
+/** Applies the scrub to an environment. Variables whose value is `undefined` are skipped. */
 export function scrubEnv(
   env: Readonly<Record<string, string | undefined>>,
   options: ScrubOptions = {},

@@ -10,7 +10,7 @@ import {
   SECRET_NAME_PARTS,
 } from '../src/index.js';
 
-describe('§3 consequences', () => {
+describe('consequences of the scrub rules', () => {
   it.each([
     'GEMINI_API_KEY',
     'GOOGLE_API_KEY',

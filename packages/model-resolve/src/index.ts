@@ -1,5 +1,5 @@
 /**
- * Model-naming facts for the Antigravity CLI (dispatcher-agy.md §0.2, §4.1, §8): the default
+ * Model-naming facts for the Antigravity CLI (this package's README, "How it works", has each rule): the default
  * and second templates, pools, listing parsing, family resolution, effort, and the preflight
  * decision that turns a routed model plus an `agy models` listing into the model that runs.
  * Everything here is a pure function over plain data except `locateAgy`, which reads the
@@ -13,9 +13,9 @@ import { expandUser, pyRepr, pySplit, pyStrip, splitLines } from '@prun/kit/py';
 export const DEFAULT_MODEL = 'gemini-3.8-flash-high';
 export const SECOND_MODEL = 'claude-sonnet-5-5-high';
 export const DEFAULT_EFFORT = 'high';
-/** Words that may end a slug as its tier (§8.2). */
+/** Words that may end a slug as its tier (family resolution). */
 export const TIER_WORDS: readonly string[] = Object.freeze(['low', 'medium', 'high', 'xhigh', 'max', 'thinking']);
-/** Tier words that an absent `ANTIGRAVITY_DISPATCH_EFFORT` lets the slug pass on as effort (§8.5). */
+/** Tier words that an absent `ANTIGRAVITY_DISPATCH_EFFORT` lets the slug pass on as effort. */
 export const EFFORT_TIERS: readonly string[] = Object.freeze(['low', 'medium', 'high', 'max']);
 export const GEMINI_PREFIXES: readonly string[] = Object.freeze(['gemini-']);
 export const SECOND_PREFIXES: readonly string[] = Object.freeze(['claude-', 'gpt-']);
@@ -28,7 +28,7 @@ export type ModelPool = 'gemini' | 'second';
 export { pyStrip };
 
 /**
- * §8.1 step 5: the first whitespace-separated token of every non-blank stdout line, in
+ * The preflight's listing parse: the first whitespace-separated token of every non-blank stdout line, in
  * listing order. Lines and tokens split as Python's `splitlines()` and `split()` do.
  */
 export function parseListing(text: string): string[] {
@@ -48,13 +48,13 @@ export function modelPool(slug: string): ModelPool | null {
   return null;
 }
 
-/** Agy rejects `--effort` for Claude and GPT slugs, so only other pools get the flag (§8.5). */
+/** Agy rejects `--effort` for Claude and GPT slugs, so only other pools get the flag. */
 export function needsEffortFlag(slug: string): boolean {
   return modelPool(slug) !== 'second';
 }
 
 /**
- * §8.5: `ANTIGRAVITY_DISPATCH_EFFORT` stripped when the variable exists; otherwise the final
+ * The effort: `ANTIGRAVITY_DISPATCH_EFFORT` stripped when the variable exists; otherwise the final
  * slug's last `-` segment when it is low/medium/high/max; otherwise `high`.
  */
 export function effortFor(slug: string, env: Readonly<Record<string, string | undefined>>): string {
@@ -64,9 +64,9 @@ export function effortFor(slug: string, env: Readonly<Record<string, string | un
   return EFFORT_TIERS.includes(lastSegment) ? lastSegment : DEFAULT_EFFORT;
 }
 
-// --- newest_in_family (§8.2) ----------------------------------------------------------------
+// --- newest_in_family (family resolution) ------------------------------------------------------------
 
-/** A slug's parts as §8.2 step 1 reads them; null when the slug does not have that shape. */
+/** A slug's parts as family resolution reads them (prefix, version, suffix words, tier); null when the slug does not have that shape. */
 export interface ParsedTemplate {
   prefix: string;
   version: string;
@@ -148,7 +148,7 @@ function newestOf(members: readonly Candidate[], template: string | null): strin
 }
 
 /**
- * §8.2: the newest listed member of the template's family, tier first (the template's tier,
+ * Family resolution: the newest listed member of the template's family, tier first (the template's tier,
  * or `high` when it has none, then `high`, then untiered), then the highest version; the
  * template itself wins a version tie. Returns the template unchanged when it does not parse
  * or nothing in the listing belongs to its family.
@@ -165,10 +165,10 @@ export function newestInFamily(template: string, listing: readonly string[]): st
   return newestOf(candidates, null);
 }
 
-// --- the §8.1 preflight decision --------------------------------------------------------------
+// --- the preflight decision -----------------------------------------------------------------
 
 /**
- * §8.1: only the two templates float, and only when the caller did not name that very model.
+ * The preflight decision: only the two templates float, and only when the caller did not name that very model.
  * `named` is `ANTIGRAVITY_DISPATCH_MODEL` (it is stripped here; unset counts as "").
  */
 export function allowResolution(routed: string, named: string | null | undefined): boolean {
@@ -176,7 +176,7 @@ export function allowResolution(routed: string, named: string | null | undefined
   return (routed === DEFAULT_MODEL || routed === SECOND_MODEL) && routed !== namedModel;
 }
 
-/** §8.1: an unlisted Claude template may fall back to the Gemini family; nothing else does. */
+/** The preflight decision: an unlisted Claude template may fall back to the Gemini family; nothing else does. */
 export function fallbackModelFor(routed: string): string | null {
   return routed === SECOND_MODEL ? DEFAULT_MODEL : null;
 }
@@ -229,7 +229,7 @@ export interface ResolveOutcome {
   reason: string | null;
 }
 
-/** §8.1 steps 6 and 7, after `--version` and `models` have succeeded. */
+/** The preflight decision against the listing, once `agy --version` and `agy models` have succeeded. */
 export function resolveAgainstListing(input: ResolveInput): ResolveOutcome {
   const { listing } = input;
   let model = input.model;
@@ -259,7 +259,7 @@ export function unavailableReason(model: string): string {
 }
 
 /**
- * §8.1 "append to quota-note": the line recorded when the final model differs from the routed
+ * The preflight's quota-note line: the line recorded when the final model differs from the routed
  * one (same pool: MODEL-RESOLVE; different pool: MODEL-FALLBACK template-unlisted), else null.
  */
 export function quotaNoteLineFor(routed: string, final: string): string | null {
@@ -269,7 +269,7 @@ export function quotaNoteLineFor(routed: string, final: string): string | null {
 
 export { pyRepr };
 
-// --- locating the agy binary (§4.1, POSIX) ------------------------------------------------------
+// --- locating the agy binary (POSIX) -----------------------------------------------------------
 
 export { expandUser };
 
@@ -334,7 +334,7 @@ function realpathOrNull(path: string): string | null {
 }
 
 /**
- * §4.1 (POSIX): where `ANTIGRAVITY_BIN` (default `agy`) points, as a real path, or null when
+ * Locating agy (POSIX): where `ANTIGRAVITY_BIN` (default `agy`) points, as a real path, or null when
  * not found. A value with `/` is a path (relative to cwd) that must be an existing regular
  * file, executable or not; a bare name is searched on PATH and must be executable.
  */

@@ -46,7 +46,7 @@ function script(name: string, body: string): string {
   return file;
 }
 
-describe.concurrent('§8.2 table through the bin', () => {
+describe.concurrent('the family-resolution table through the bin', () => {
   it.each(NEWEST_IN_FAMILY_TABLE)('--listing FILE: %s over %j -> %s', async (template, listing, expected) => {
     const result = await run([template, '--listing', writeListing(listing)]);
     expect(result.stderr).toBe('');

@@ -21,7 +21,7 @@ import {
 import { NEWEST_IN_FAMILY_TABLE } from './table.js';
 
 describe('constants', () => {
-  it('match §0.2', () => {
+  it('match the dispatcher defaults', () => {
     expect(DEFAULT_MODEL).toBe('gemini-3.8-flash-high');
     expect(SECOND_MODEL).toBe('claude-sonnet-5-5-high');
     expect(DEFAULT_EFFORT).toBe('high');
@@ -29,7 +29,7 @@ describe('constants', () => {
   });
 });
 
-describe('newestInFamily (§8.2 table)', () => {
+describe('newestInFamily (the upstream table)', () => {
   it.each(NEWEST_IN_FAMILY_TABLE)('%s over %j -> %s', (template, listing, expected) => {
     expect(newestInFamily(template, listing)).toBe(expected);
   });
@@ -40,7 +40,7 @@ describe('newestInFamily (§8.2 table)', () => {
     expect(newestInFamily(big, [bigger, big])).toBe(bigger);
   });
 
-  it('parses templates as §8.2 step 1 shows', () => {
+  it('parses templates into prefix, version, suffix words and tier', () => {
     expect(parseTemplate('gemini-3.8-flash-high')).toEqual({
       prefix: 'gemini-',
       version: '3.8',
@@ -73,7 +73,7 @@ describe('newestInFamily (§8.2 table)', () => {
   });
 });
 
-describe('parseListing (§8.1 step 5)', () => {
+describe('parseListing (first word of each line)', () => {
   it('takes the first token of each non-blank line, in order', () => {
     const text = 'gemini-3.8-flash-high   Gemini 3.8 Flash (default)\n\n   \r\n  claude-sonnet-5-5-high\tClaude\r\ngpt-oss-120b-medium';
     expect(parseListing(text)).toEqual(['gemini-3.8-flash-high', 'claude-sonnet-5-5-high', 'gpt-oss-120b-medium']);
@@ -122,7 +122,7 @@ describe('modelPool and effort', () => {
   });
 });
 
-describe('§8.1 decision', () => {
+describe('the preflight decision', () => {
   it('allowResolution', () => {
     expect(allowResolution(DEFAULT_MODEL, undefined)).toBe(true);
     expect(allowResolution(SECOND_MODEL, '')).toBe(true);

@@ -1,4 +1,4 @@
-// The §8.2 expectation table (upstream test_newest_in_family), shared by the library and bin tests.
+// The family-resolution expectation table (upstream test_newest_in_family), shared by the library and bin tests.
 const CLAUDE_1_2_16 = [
   'claude-opus-5-5-high',
   'claude-sonnet-5-5-low',

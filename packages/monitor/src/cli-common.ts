@@ -107,36 +107,6 @@ export function readStdinOperands(
   };
 }
 
-/**
- * A one-line-per-unit view on stderr that rewrites itself in place. Colour only when wanted.
- */
-export class LiveView {
-  #shown = 0;
-
-  constructor(
-    private readonly stream: NodeJS.WritableStream,
-    private readonly colour: boolean,
-  ) {}
-
-  render(rows: ReadonlyArray<{ name: string; status: string }>): void {
-    let text = this.#shown > 0 ? `\x1b[${this.#shown}F\x1b[J` : '';
-    for (const row of rows) text += `${printable(row.name)} ${this.paint(row.status)}\n`;
-    this.stream.write(text);
-    this.#shown = rows.length;
-  }
-
-  clear(): void {
-    if (this.#shown > 0) this.stream.write(`\x1b[${this.#shown}F\x1b[J`);
-    this.#shown = 0;
-  }
-
-  private paint(status: string): string {
-    if (!this.colour) return status;
-    const code = status === 'done' ? 32 : status.startsWith('failed') ? 31 : status.startsWith('stalled') ? 33 : 0;
-    return code === 0 ? status : `\x1b[${code}m${status}\x1b[0m`;
-  }
-}
-
 /** Print a line on stdout (a reader that went away is runBin's business: EPIPE is ignored there). */
 export function writeLine(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -155,6 +125,8 @@ export interface WatchCli<Settings, Run extends WatchLoop> {
   add: (run: Run, operand: string, fromStateDirLine: boolean) => void;
   /** Runs after the watch ends, before the exit code is set (to clear a live view). */
   finish?: () => void;
+  /** Writes one stderr message line (default: straight to stderr; a live view puts it above itself). */
+  note?: (line: string) => void;
 }
 
 /**
@@ -165,6 +137,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
   argv: readonly string[],
   cli: WatchCli<Settings, Run>,
 ): Promise<void> {
+  const note = cli.note ?? ((line: string) => process.stderr.write(`${line}\n`));
   const end = argv.indexOf('--');
   const json = (end === -1 ? argv : argv.slice(0, end)).includes('--json');
   const usageFailure = (message: string, showUsage: boolean): void => {
@@ -204,7 +177,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
             run.stop(2);
             usageFailure(`no ${cli.operandName} on stdin`, false);
           },
-          (notice) => process.stderr.write(`${cli.spec.name}: ${stdinNoticeText(notice)}\n`),
+          (notice) => note(`${cli.spec.name}: ${stdinNoticeText(notice)}`),
         ),
       );
     } else {

@@ -1,6 +1,10 @@
 import { printable } from '@prun/kit/cli';
 import { formatStatus } from './classify.js';
-import { LiveView, colourWanted, liveViewWanted, runWatchCli, unusableFileText, writeLine } from './cli-common.js';
+import { join } from 'node:path';
+import { STATE_FILES } from '@prun/unit-state';
+import { runWatchCli, unusableFileText, writeLine } from './cli-common.js';
+import { GrowthMeter, LiveView, liveViewOn } from './live.js';
+import { statRegularFile } from './observe.js';
 import { MonitorRun, type MonitorRecord } from './monitor.js';
 import { MONITOR_ENV, readSettings } from './settings.js';
 import { MONITOR_SPEC } from './spec.js';
@@ -32,10 +36,56 @@ function jsonLine(record: MonitorRecord): string {
   });
 }
 
+/** How often the live view redraws (elapsed times and tail growth move between looks). */
+const LIVE_TICK_MS = 1000;
+
+/**
+ * Feeds the live view: the statuses of the last look, and each tail's size and growth stated
+ * afresh at every tick (the watch itself never wakes for tail writes).
+ */
+class LiveDriver {
+  readonly #meters: GrowthMeter[] = [];
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly view: LiveView,
+    private readonly run: () => MonitorRun | undefined,
+  ) {}
+
+  draw(): void {
+    const run = this.run();
+    if (run === undefined) return;
+    const nowMs = Date.now();
+    const dirs = run.stateDirs;
+    const rows = run.reports.map((report, index) => {
+      const meter = (this.#meters[index] ??= new GrowthMeter());
+      const tailBytes = statRegularFile(join(dirs[index]!, STATE_FILES.tail))?.size ?? null;
+      return {
+        name: report.name,
+        status: formatStatus(report.status),
+        elapsedMs: nowMs - report.joinedAtMs,
+        tailBytes,
+        growthPerS: meter.sample(nowMs, tailBytes),
+      };
+    });
+    this.view.render(rows);
+    if (this.#timer === undefined) this.#timer = setInterval(() => this.draw(), LIVE_TICK_MS).unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.view.clear();
+  }
+}
+
 export async function main(argv: string[]): Promise<void> {
-  const view = liveViewWanted(process.env, process.stderr.isTTY === true)
-    ? new LiveView(process.stderr, colourWanted(process.env))
-    : undefined;
+  const view = liveViewOn(process.env, process.stderr.isTTY === true) ? new LiveView(process.stderr, true) : undefined;
+  let run: MonitorRun | undefined;
+  const live = view ? new LiveDriver(view, () => run) : undefined;
+  const note = (line: string): void => {
+    if (view) view.note(line);
+    else process.stderr.write(`${line}\n`);
+  };
   await runWatchCli(argv, {
     spec: MONITOR_SPEC,
     operandName: '<state-dir>',
@@ -46,18 +96,21 @@ export async function main(argv: string[]): Promise<void> {
       if (showUsage) process.stderr.write('Usage: prun-monitor [--json] STATE_DIR... | prun-monitor [--json] -\n');
     },
     settings: () => readSettings(process.env, MONITOR_ENV),
-    create: (args, settings) =>
-      new MonitorRun({
+    create: (args, settings) => {
+      run = new MonitorRun({
         settings,
         cwd: process.cwd(),
         emit: (record) => {
           view?.clear();
           for (const line of args.json ? [jsonLine(record)] : textLines(record)) writeLine(line);
         },
-        onUnusable: (file) => process.stderr.write(`prun-monitor: ${unusableFileText(file)}\n`),
-        ...(view ? { onPass: (units) => view.render(units.map((u) => ({ name: u.name, status: formatStatus(u.status) }))) } : {}),
-      }),
-    add: (run, operand) => run.addUnit(operand),
-    finish: () => view?.clear(),
+        onUnusable: (file) => note(`prun-monitor: ${unusableFileText(file)}`),
+        ...(live ? { onPass: () => live.draw() } : {}),
+      });
+      return run;
+    },
+    add: (watch, operand) => watch.addUnit(operand),
+    finish: () => live?.stop(),
+    note,
   });
 }

@@ -21,6 +21,10 @@ export interface UnitReport {
   status: UnitStatus;
   /** The absolute result path the unit names, if it names one. */
   resultPath: string | null;
+  /** When the unit joined the watch (ms epoch): its stall clock started then. */
+  joinedAtMs: number;
+  /** The tail's size at the last look; null when there is no tail. */
+  tailBytes: number | null;
 }
 
 export type MonitorRecord =
@@ -74,11 +78,12 @@ export class MonitorRun extends WatchLoop {
   addUnit(stateDir: string): void {
     if (this.done) return;
     const absDir = resolve(this.#options.cwd, stateDir);
+    const joinedAtMs = this.now();
     this.#units.push({
       stateDir,
       absDir,
-      memory: initialMemory(this.now()),
-      report: { stateDir, name: unitName(stateDir), status: { kind: 'growing' }, resultPath: null },
+      memory: initialMemory(joinedAtMs),
+      report: { stateDir, name: unitName(stateDir), status: { kind: 'growing' }, resultPath: null, joinedAtMs, tailBytes: null },
     });
     this.waker.watchDir(absDir, NOISY_STATE_FILES);
     this.waker.soon();
@@ -103,7 +108,7 @@ export class MonitorRun extends WatchLoop {
       }
       const outcome = classifyUnit(unit.memory, observation, () => probeDispatch(unit.absDir, this.#onUnusable), settings, nowMs);
       unit.memory = outcome.memory;
-      unit.report = { ...unit.report, status: outcome.status, resultPath: observation.resultPath };
+      unit.report = { ...unit.report, status: outcome.status, resultPath: observation.resultPath, tailBytes: observation.tail?.size ?? null };
       if (outcome.wakeAtMs !== null) wakeAtMs = Math.min(wakeAtMs, outcome.wakeAtMs);
     }
     const reports = this.#units.map((unit) => unit.report);
@@ -120,6 +125,16 @@ export class MonitorRun extends WatchLoop {
     }
     if (newWatch) this.waker.soon();
     this.waker.wakeAt(wakeAtMs, this.now());
+  }
+
+  /** Every unit as of the last look (for a live view between looks). */
+  get reports(): readonly UnitReport[] {
+    return this.#units.map((unit) => unit.report);
+  }
+
+  /** The absolute state directory of each unit, in operand order. */
+  get stateDirs(): readonly string[] {
+    return this.#units.map((unit) => unit.absDir);
   }
 
   protected emitStart(): void {

@@ -18,7 +18,8 @@ import {
   type UnitFacts,
   type UnitStatus,
 } from '../src/index.js';
-import { LiveView, isAgentCaller, liveViewWanted, parseArgs } from '../src/cli-common.js';
+import { isAgentCaller, liveViewWanted, parseArgs } from '../src/cli-common.js';
+import { LiveView } from '../src/live.js';
 
 const settings = { stallThresholdS: 10, stableWindowS: 5 };
 const T0 = 1_800_000_000_000;
@@ -205,18 +206,25 @@ describe('small decisions', () => {
     expect(isAgentCaller({ CLAUDECODE: '' })).toBe(false);
   });
 
-  it('the live view rewrites its lines in place, coloured only when asked', () => {
+  it('the live view rewrites its lines in place, coloured, cut to the terminal width', () => {
     let written = '';
-    const stream = { write: (text: string) => ((written += text), true) } as unknown as NodeJS.WritableStream;
+    const stream = { columns: 0, write: (text: string) => ((written += text), true) } as unknown as NodeJS.WritableStream;
+    const row = (name: string, status: string) => ({ name, status, elapsedMs: 3000, tailBytes: 10, growthPerS: null });
     const view = new LiveView(stream, false);
-    view.render([{ name: 'u1', status: 'growing' }, { name: 'u2', status: 'done' }]);
-    expect(written).toBe('u1 growing\nu2 done\n');
+    view.render([row('u1', 'growing'), row('u2', 'done')]);
+    expect(written).toBe('u1 growing  3s  tail 10 B\nu2 done  3s  tail 10 B\n');
     written = '';
-    view.render([{ name: 'u1', status: 'stalled(3s)' }, { name: 'u2', status: 'done' }]);
-    expect(written).toBe('\x1b[2F\x1b[Ju1 stalled(3s)\nu2 done\n');
+    view.render([row('u1', 'stalled(3s)'), row('u2', 'done')]);
+    expect(written).toBe('\x1b[2F\x1b[Ju1 stalled(3s)  3s  tail 10 B\nu2 done  3s  tail 10 B\n');
     written = '';
-    new LiveView(stream, true).render([{ name: 'u1', status: 'failed(fallback)' }]);
-    expect(written).toBe('u1 \x1b[31mfailed(fallback)\x1b[0m\n');
+    view.note('prun-monitor: a message');
+    expect(written).toBe('\x1b[2F\x1b[Jprun-monitor: a message\n');
+    written = '';
+    new LiveView(stream, true).render([row('u1', 'failed(fallback)')]);
+    expect(written).toBe('u1 \x1b[31mfailed(fallback)\x1b[0m  3s  tail 10 B\n');
+    written = '';
+    new LiveView(Object.assign(stream, { columns: 12 }), true).render([row('u1', 'failed(fallback)')]);
+    expect(written).toBe('u1 failed(f\n');
   });
 });
 

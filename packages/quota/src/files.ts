@@ -1,6 +1,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { removeStaleTemps, writeFileAtomic as writeAtomic } from '@prun/kit/fs';
+
+const TEMP_TAG = 'prun-quota';
 import { parseJsonLenient } from './json.js';
 
 /** Seconds since the file's mtime (never negative), or null when it cannot be stat'ed. */
@@ -24,17 +26,14 @@ export async function readJsonFile(filePath: string): Promise<unknown> {
   }
 }
 
-/** The tag in quota's temp file names (`.<name>.prun-quota-<pid>-<nonce>.tmp`). */
-const TEMP_TAG = 'prun-quota';
-
 /**
  * Writes `text` so readers see the old file or the new one, never a part: @prun/kit/fs's
  * durable atomic writer (temp file in the same directory, fsync, rename, directory fsync; the
- * temp file is removed if anything fails). Creates the directory. A writer killed mid-write
- * (SIGKILL, power loss) cannot remove its temp, so each write first removes the temps of this
- * file whose writer's pid is dead; a live writer's temp is kept.
+ * temp file is removed if anything fails). Creates the directory. Temp files a killed writer
+ * left beside it (`.<name>.prun-quota-<dead pid>-<nonce>.tmp`) are removed first.
  */
 export async function writeFileAtomic(filePath: string, text: string): Promise<void> {
-  removeStaleTemps(path.dirname(filePath), { tag: TEMP_TAG, target: path.basename(filePath) });
+  // A refresh killed mid-write (kill -9, a reboot) leaves its temp file; the next write tidies up.
+  removeStaleTemps(path.dirname(filePath), { tag: TEMP_TAG });
   writeAtomic(filePath, text, { tag: TEMP_TAG, mode: 0o644 });
 }

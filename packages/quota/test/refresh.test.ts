@@ -1,5 +1,4 @@
 import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync, chmodSync } from 'node:fs';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -228,22 +227,6 @@ describe('refresh', () => {
     const blocked = path.join(s.agy, 'under-a-file', 'snap.json');
     const result = await run({ force: true, env: { ...s.env, AGY_QUOTA_CACHE: blocked }, runner: recordingRunner() });
     expect(result).toMatchObject({ outcome: 'skipped', exitCode: 0 });
-  });
-
-  it("a writer killed mid-write leaves a temporary file the next write removes; a live writer's is kept", async () => {
-    const s = setup();
-    mkdirSync(path.dirname(s.cache), { recursive: true });
-    const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
-    const deadPid = await new Promise<number>((resolve) => child.on('exit', () => resolve(child.pid!)));
-    // The names @prun/kit/fs gives quota's temporary files: `.<file>.prun-quota-<pid>-<nonce>.tmp`.
-    const name = path.basename(s.cache);
-    const dead = path.join(path.dirname(s.cache), `.${name}.prun-quota-${deadPid}-0123456789abcdef.tmp`);
-    const live = path.join(path.dirname(s.cache), `.${name}.prun-quota-${process.pid}-fedcba9876543210.tmp`);
-    writeFileSync(dead, '{"cached_');
-    writeFileSync(live, '{"cached_');
-    expect(await run({ force: true, env: s.env, runner: recordingRunner() })).toMatchObject({ outcome: 'written' });
-    expect(existsSync(dead)).toBe(false);
-    expect(existsSync(live)).toBe(true);
   });
 
   it('the real runner kills a hung agy at the deadline and reports a timeout', async () => {

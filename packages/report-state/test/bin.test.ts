@@ -1,4 +1,4 @@
-// Ports of the upstream tests/test_prun_report.py inventory (spec §7.4), run against the built bin.
+// Ports of the upstream tests/test_prun_report.py inventory (the original's own test suite), run against the built bin.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -401,7 +401,7 @@ describe('output contract', () => {
     expect(report.summary?.units).toBe(2);
   });
 
-  it('a negative --min-tail-bytes is accepted and hides nothing (spec §5.2)', () => {
+  it('a negative --min-tail-bytes is accepted and hides nothing (as argparse int reads it)', () => {
     const root = tempDir();
     makeUnit(root, 'small', { tail: '' });
     makeUnit(root, 'big', { tail: 'b'.repeat(5000) });
@@ -534,7 +534,7 @@ describe('text output', () => {
   });
 });
 
-describe('the observed example of the spec (§5.4, §5.5)', () => {
+describe('the observed example output of the original', () => {
   function observedCorpus(): string {
     const base = tempDir();
     const root = join(base, 'root');

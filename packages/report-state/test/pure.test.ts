@@ -48,7 +48,7 @@ function record(partial: Partial<UnitRecord> & { unit: string }): UnitRecord {
   };
 }
 
-describe('classification (spec §4.4 table)', () => {
+describe('classification (result-file entry and target facts)', () => {
   const regular = (size: number): StatFact => ({ kind: 'regular', size });
   it.each([
     ['absent result-file', problem('absent'), regular(1), ['absent-entry', 'unknown', null, null]],
@@ -324,7 +324,7 @@ describe('options', () => {
       kind: 'run',
       options: { roots: [], json: false, summary: false, sort: 'path', minTailBytes: 0, includeLegacyPid: false },
     });
-    // As argparse's int: a sign is accepted, and a negative minimum hides nothing (spec §5.2).
+    // As argparse's int: a sign is accepted, and a negative minimum hides nothing.
     expect(parseArgs(['--min-tail-bytes', '-5'])).toMatchObject({ kind: 'run', options: { minTailBytes: -5 } });
     expect(parseArgs(['--min-tail-bytes=+7'])).toMatchObject({ kind: 'run', options: { minTailBytes: 7 } });
     expect(parseArgs(['--json', '-h']).kind).toBe('help');

@@ -87,6 +87,21 @@ describe('runBin', () => {
   });
 });
 
+describe('runBin exitWhenDone', () => {
+  test('ends the process with the exit code once main resolves, though handlers and timers remain', () => {
+    // The fixture's ref'd interval keeps a process alive that only leaves by the event loop's end.
+    expect(run(['linger'], { FIXTURE_EXIT_WHEN_DONE: '1' })).toEqual({ code: 4, stdout: 'decided\n', stderr: 'command loaded\n' });
+  });
+
+  test('an error thrown in an event callback gets the one catch: one line, exit 70', () => {
+    expect(run(['throw-later'], { FIXTURE_EXIT_WHEN_DONE: '1' })).toEqual({
+      code: EXIT_INTERNAL,
+      stdout: '',
+      stderr: 'command loaded\nkit-fixture: internal error: late boom\n',
+    });
+  });
+});
+
 describe('commandMain', () => {
   const hosted = fileURLToPath(new URL('./fixtures/hosted.mjs', import.meta.url));
   const host = (arg: string) => {

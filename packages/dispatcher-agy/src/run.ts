@@ -121,6 +121,15 @@ class Dispatch {
   interruptedBy: NodeJS.Signals | null = null;
   deadlineHit = false;
   killTimer: NodeJS.Timeout | null = null;
+  /**
+   * Set when a signal ended the dispatch before the worker started: `dispatch` returns this code
+   * at once (the bin then exits with it) and the steps still running stop before a launch.
+   */
+  stoppedWith: number | null = null;
+  private stopDispatch: (code: number) => void = () => undefined;
+  readonly stopped = new Promise<number>((resolve) => {
+    this.stopDispatch = resolve;
+  });
   private readonly handlers = new Map<NodeJS.Signals, () => void>();
 
   constructor(readonly io: DispatchIo) {}
@@ -208,15 +217,18 @@ class Dispatch {
     const code = signalExitCode(signal);
     switch (this.phase) {
       case 'validating':
-        // Nothing has been created or started yet: leave as the default action would.
-        process.exit(code);
+        // Nothing has been created or started yet: leave as the default action would, by giving
+        // the signal its default action back and sending it again (no process.exit in a library).
+        this.removeSignalHandlers();
+        process.kill(process.pid, signal);
         break;
       case 'prelaunch': {
+        if (this.stoppedWith !== null) return;
         const helperPid = this.helper?.pid;
         if (helperPid !== undefined) signalGroup(helperPid, 'SIGKILL');
         const reason = `dispatcher received ${signal} before the Agy worker started`;
-        process.exitCode = this.failEarly(reason, code);
-        process.exit();
+        this.stoppedWith = this.failEarly(reason, code);
+        this.stopDispatch(this.stoppedWith);
         break;
       }
       case 'running':
@@ -288,8 +300,9 @@ export async function dispatch(argv: readonly string[], io: DispatchIo): Promise
   const run = new Dispatch(io);
   run.installSignalHandlers();
   try {
-    return await dispatchSteps(run, argv);
+    return await Promise.race([dispatchSteps(run, argv), run.stopped]);
   } catch (error) {
+    if (run.stoppedWith !== null) return run.stoppedWith;
     const [reason, code] = error instanceof CliError ? [error.message, error.exitCode] : [`internal error: ${errorText(error)}`, 70];
     if (run.unit !== null) return run.failEarly(reason, code);
     run.say(reason);
@@ -349,6 +362,8 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
   io.stdout(formatStateDirLine(unit.stateDir));
 
   const model = await routeAndPreflight(run, config);
+  // A signal before the launch has already published the FALLBACK and decided the exit code.
+  if (run.stoppedWith !== null) return run.stoppedWith;
   return launchAndPublish(run, model);
 }
 

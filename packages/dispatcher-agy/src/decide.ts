@@ -3,7 +3,8 @@
  * and what to publish once the worker is gone. No I/O here; run.ts does that.
  */
 import { parseJsonLenient } from '@prun/quota';
-import { PY_WHITESPACE_RUN, pyStrip, splitLines as pySplitlinesKit } from '@prun/kit/py';
+import { EXIT_TEMPFAIL } from '@prun/kit/cli';
+import { PY_WHITESPACE_RUN, pyStrip, splitLines as pySplitlinesKit, splitUniversalLines } from '@prun/kit/py';
 import { resultShapeLines } from '@prun/unit-state';
 import { z } from 'zod';
 import type { Mode } from './args.js';
@@ -68,7 +69,10 @@ export interface WorkerArgvInput {
   conversationId: string | null;
 }
 
-/** The worker command line in the exact order of §4.3 (the first element is the executable). */
+/**
+ * The worker command line in the exact order of README "How it works", step 7 (the first element
+ * is the executable).
+ */
 export function buildWorkerArgv(input: WorkerArgvInput): string[] {
   const argv = [input.exe, '--input-format', 'stream-json', '--output-format', 'stream-json', '--model', input.model];
   if (input.effort !== null) argv.push('--effort', input.effort);
@@ -87,12 +91,8 @@ export interface StreamReading {
   error: string | null;
 }
 
-/** Python's universal-newline line split (a final terminator does not add an empty line). */
-export function splitLines(text: string): string[] {
-  const lines = text.split(/\r\n|\r|\n/);
-  if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
-  return lines;
-}
+/** Python's universal-newline line split, as a text-mode read of the capture sees it (kit's). */
+export { splitUniversalLines as splitLines };
 
 /** An init event that names a conversation (a blank id does not count). */
 const InitEventSchema = z.object({
@@ -107,12 +107,13 @@ const ResultEventSchema = z.object({
 });
 
 /**
- * Reads the worker's stream-json capture (§5): the conversation id of the last init event with
- * a non-blank id, and status/error/response folded over every result event in order.
+ * Reads the worker's stream-json capture (README, "How it works", step 10): the conversation id of
+ * the last init event with a non-blank id, and status/error/response folded over every result
+ * event in order.
  */
 export function readEventStream(text: string): StreamReading {
   const reading: StreamReading = { conversationId: null, status: null, response: null, error: null };
-  for (const line of splitLines(text)) {
+  for (const line of splitUniversalLines(text)) {
     let event: unknown;
     try {
       // Python's json.loads takes NaN and ±Infinity; read as null, they change no field here.
@@ -156,7 +157,35 @@ export function failureReason(status: string | null, error: string | null): stri
 }
 
 /** Exit code when an earlier worker still holds the working directory: a temporary refusal (EX_TEMPFAIL, as quota's). */
-export const BUSY_EXIT = 75;
+export const BUSY_EXIT = EXIT_TEMPFAIL;
+
+const BUSY_LEAD = 'another worker is still running in ';
+const BUSY_TAIL = " (its process tree holds the directory's lock); this one was not started";
+
+/** The FALLBACK reason of the busy refusal: `dir` is the working directory an earlier worker still holds. */
+export function busyRefusalReason(dir: string): string {
+  return `${BUSY_LEAD}${dir}${BUSY_TAIL}`;
+}
+
+/**
+ * The directory a busy refusal names, or null when `reason` (a FALLBACK reason as
+ * `fallbackReason` reads it back, or a dispatcher's stderr line with its prefix) is not one.
+ * Its exit code, 75, is quota's too: a reader without this text cannot tell them apart.
+ */
+export function busyRefusalDir(reason: string): string | null {
+  const text = pyStrip(reason);
+  const lead = text.indexOf(BUSY_LEAD);
+  if (lead === -1 || !text.endsWith(BUSY_TAIL)) return null;
+  // Only a bin prefix (`dispatch-task-agy: `) may come before the phrase.
+  if (lead > 0 && !/^[a-z][a-z0-9-]*: $/.test(text.slice(0, lead))) return null;
+  const dir = text.slice(lead + BUSY_LEAD.length, text.length - BUSY_TAIL.length);
+  return dir === '' ? null : dir;
+}
+
+/** Whether `reason` is the busy refusal (an earlier worker holds the directory; run the unit again later). */
+export function isBusyRefusal(reason: string): boolean {
+  return busyRefusalDir(reason) !== null;
+}
 
 /** How the worker's run ended, as the dispatcher saw it. */
 export type WorkerEnd =
@@ -215,12 +244,12 @@ function endReason(end: WorkerEnd): { code: number; reason: string } {
       // A temporary refusal, like quota: run the unit again once the earlier worker is gone.
       return {
         code: BUSY_EXIT,
-        reason: `another worker is still running in ${end.dir} (its process tree holds the directory's lock); this one was not started`,
+        reason: busyRefusalReason(end.dir),
       };
   }
 }
 
-/** §7.2: the exit code, the reason and what to publish, once the worker is gone. */
+/** README "How it works", step 11: the exit code, the reason and what to publish, once the worker is gone. */
 export function decideOutcome({ end, reading, workerWrote }: OutcomeInput): Outcome {
   let { code, reason } = endReason(end);
   let refreshQuota = false;

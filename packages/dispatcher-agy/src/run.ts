@@ -1,6 +1,6 @@
 /**
- * The dispatch itself (§10.1): state directory, quota route, preflight, scrubbed launch, live
- * capture and publication. Everything that decides lives in decide.ts; this file does the I/O.
+ * The dispatch itself (README, "How it works"): state directory, quota route, preflight, scrubbed
+ * launch, live capture and publication. Everything that decides lives in decide.ts; this file does the I/O.
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, statSync, writeFileSync, writeSync } from 'node:fs';
@@ -54,12 +54,10 @@ import {
 } from './decide.js';
 import { isolationRecord, planLaunch, type LaunchPlan } from './isolation.js';
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
-import { MESSAGE_PREFIX, parsePreflightSettings } from './settings.js';
+import { MESSAGE_PREFIX, PUBLISH_TAG, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
 import { WorkerProcess, type WorkerExit } from './worker.js';
 
-/** Temp files of atomic publication carry this tag. */
-const PUBLISH_TAG = 'dispatch-task-agy';
 
 export interface DispatchIo {
   env: NodeJS.ProcessEnv;
@@ -123,6 +121,15 @@ class Dispatch {
   interruptedBy: NodeJS.Signals | null = null;
   deadlineHit = false;
   killTimer: NodeJS.Timeout | null = null;
+  /**
+   * Set when a signal ended the dispatch before the worker started: `dispatch` returns this code
+   * at once (the bin then exits with it) and the steps still running stop before a launch.
+   */
+  stoppedWith: number | null = null;
+  private stopDispatch: (code: number) => void = () => undefined;
+  readonly stopped = new Promise<number>((resolve) => {
+    this.stopDispatch = resolve;
+  });
   private readonly handlers = new Map<NodeJS.Signals, () => void>();
 
   constructor(readonly io: DispatchIo) {}
@@ -210,15 +217,18 @@ class Dispatch {
     const code = signalExitCode(signal);
     switch (this.phase) {
       case 'validating':
-        // Nothing has been created or started yet: leave as the default action would.
-        process.exit(code);
+        // Nothing has been created or started yet: leave as the default action would, by giving
+        // the signal its default action back and sending it again (no process.exit in a library).
+        this.removeSignalHandlers();
+        process.kill(process.pid, signal);
         break;
       case 'prelaunch': {
+        if (this.stoppedWith !== null) return;
         const helperPid = this.helper?.pid;
         if (helperPid !== undefined) signalGroup(helperPid, 'SIGKILL');
         const reason = `dispatcher received ${signal} before the Agy worker started`;
-        process.exitCode = this.failEarly(reason, code);
-        process.exit();
+        this.stoppedWith = this.failEarly(reason, code);
+        this.stopDispatch(this.stoppedWith);
         break;
       }
       case 'running':
@@ -290,8 +300,9 @@ export async function dispatch(argv: readonly string[], io: DispatchIo): Promise
   const run = new Dispatch(io);
   run.installSignalHandlers();
   try {
-    return await dispatchSteps(run, argv);
+    return await Promise.race([dispatchSteps(run, argv), run.stopped]);
   } catch (error) {
+    if (run.stoppedWith !== null) return run.stoppedWith;
     const [reason, code] = error instanceof CliError ? [error.message, error.exitCode] : [`internal error: ${errorText(error)}`, 70];
     if (run.unit !== null) return run.failEarly(reason, code);
     run.say(reason);
@@ -351,10 +362,15 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
   io.stdout(formatStateDirLine(unit.stateDir));
 
   const model = await routeAndPreflight(run, config);
+  // A signal before the launch has already published the FALLBACK and decided the exit code.
+  if (run.stoppedWith !== null) return run.stoppedWith;
   return launchAndPublish(run, model);
 }
 
-/** §6.1-§6.3 up to the STATE-DIR line; an error text when the directories cannot be made. */
+/**
+ * README "How it works", step 2, up to the STATE-DIR line (files: docs/state-directory.md); an
+ * error text when the directories cannot be made.
+ */
 function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv, plan: LaunchPlan): Unit | string {
   const nonce = newNonce();
   const stateDir = join(systemTempDir(env, config.cwd), stateDirName({ cwd: config.cwd, unitId: config.unitId, pid: process.pid, nonce }));
@@ -381,7 +397,7 @@ async function loadStatesIfNeeded(model: string, env: NodeJS.ProcessEnv): Promis
   return loadPoolStatesForDispatch({ env });
 }
 
-/** Steps 3-6 of §10.1: the model that will run, or a Stop. */
+/** README "How it works", steps 3-6: the model that will run, or a Stop. */
 async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise<string> {
   const env = run.io.env;
   const pinned = config.namedModel !== '';
@@ -405,7 +421,7 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
   return final;
 }
 
-/** §8.1: `--version`, `models`, resolution. Returns the final model or throws a Stop. */
+/** README "How it works", step 5: `--version`, `models`, resolution; the final model or a Stop. */
 async function preflight(run: Dispatch, config: DispatchConfig, routed: string): Promise<string> {
   const env = run.io.env;
   // A bad value is a UsageError (a CliError): the dispatch ends with its message, after STATE-DIR.
@@ -458,7 +474,7 @@ interface WorkerRun {
   end: WorkerEnd;
 }
 
-/** Steps 7-11 of §10.1. */
+/** README "How it works", steps 7-11. */
 async function launchAndPublish(run: Dispatch, model: string): Promise<number> {
   const { config, scratchDir } = run.unit!;
   const env = run.io.env;
@@ -604,7 +620,7 @@ function workerEnd(
   return { kind: 'exited', code: exit.code ?? 70 };
 }
 
-/** §7.2 after the worker is gone: conversation id, outcome, publication, tail echo. */
+/** README "How it works", steps 10-11: conversation id, outcome, publication, tail echo. */
 async function publish(run: Dispatch, end: WorkerEnd): Promise<number> {
   const { config, nonce } = run.unit!;
   const env = run.io.env;

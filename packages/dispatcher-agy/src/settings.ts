@@ -3,7 +3,9 @@
  * `prun batch` must check before it spends anything: the unit-id rule and the dispatcher's
  * command line. Pure and cheap to import: no process, no file system.
  */
+import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { atomicTempPath } from '@prun/kit/fs';
 import { CliError } from '@prun/kit/cli';
 import { pyStrip } from '@prun/kit/py';
 import { isValidUnitId } from '@prun/unit-state';
@@ -172,6 +174,27 @@ export function unitIdProblem(id: string): string | null {
   if (id.startsWith('-')) return UNIT_ID_DASH_MESSAGE;
   if (id.length > MAX_UNIT_ID_LENGTH) return UNIT_ID_LENGTH_MESSAGE;
   return null;
+}
+
+/** Temp files of the dispatcher's atomic publication carry this tag. */
+export const PUBLISH_TAG = 'dispatch-task-agy';
+/** The longest file name Linux file systems take (NAME_MAX), in bytes. */
+const NAME_MAX_BYTES = 255;
+/** The most digits a pid has (pid_max is at most 4194304). */
+const MAX_PID_DIGITS = 7;
+
+/**
+ * Why the dispatcher could not publish to `resultPath`, or null: the result is written through
+ * a temp file beside it (`.<name>.dispatch-task-agy-<pid>-<16 hex>.tmp`, @prun/kit/fs), whose
+ * name must fit NAME_MAX even for a 7-digit pid. Checked before STATE-DIR, so a name too long
+ * is refused before a worker is paid, not found when the result is published.
+ */
+export function resultPathProblem(resultPath: string): string | null {
+  const temp = basename(atomicTempPath(resultPath, { tag: PUBLISH_TAG, nonce: '0'.repeat(16) }));
+  const bytes = Buffer.byteLength(temp) - String(process.pid).length + MAX_PID_DIGITS;
+  if (bytes <= NAME_MAX_BYTES) return null;
+  const over = bytes - NAME_MAX_BYTES;
+  return `result file name is ${over} byte(s) too long to publish (its temp name would be ${bytes} bytes, over ${NAME_MAX_BYTES}): ${resultPath}`;
 }
 
 /** The program and script that run the dispatcher: `[node, <package>/bin/prun-dispatch-agy.js]`. */

@@ -54,7 +54,7 @@ variable does not disable a sandbox enabled in Agy's own settings (enableTermina
     {
       code: 2,
       meaning:
-        'usage error, bad setting, existing result path, invalid UTF-8 prompt or conversation-id, `PRUN_ISOLATE=pid` where no PID namespace can be made (nothing created); an invalid `ANTIGRAVITY_PREFLIGHT(_TIMEOUT_SECONDS)` after STATE-DIR, with a FALLBACK',
+        'usage error, bad setting, existing result path or one whose publication temp name would not fit a file name, invalid UTF-8 prompt or conversation-id, `PRUN_ISOLATE=pid` where no PID namespace can be made (nothing created); an invalid `ANTIGRAVITY_PREFLIGHT(_TIMEOUT_SECONDS)` after STATE-DIR, with a FALLBACK',
     },
     {
       code: 70,

@@ -4,7 +4,7 @@ import { isAbsolute, join } from 'node:path';
 import { pyStrip } from '@prun/kit/py';
 import { isValidUnitId } from '@prun/unit-state';
 import type { Mode, ParsedArgs } from './args.js';
-import { type LaunchSettings, MAX_CONVERSATION_ID_BYTES, MAX_PROMPT_BYTES, NO_BINARY_EXIT, NO_BINARY_MESSAGE, UNIT_ID_MESSAGE, UsageError, parseLaunchSettings } from './settings.js';
+import { type LaunchSettings, MAX_CONVERSATION_ID_BYTES, MAX_PROMPT_BYTES, NO_BINARY_EXIT, NO_BINARY_MESSAGE, UNIT_ID_MESSAGE, UsageError, parseLaunchSettings, resultPathProblem } from './settings.js';
 
 export { UsageError };
 
@@ -26,7 +26,7 @@ export interface ValidateDeps {
   env: NodeJS.ProcessEnv;
   cwd: string;
   defaultModel: string;
-  /** Resolves ANTIGRAVITY_BIN the way the dispatcher does (§4.1); null when nothing is found. */
+  /** Resolves ANTIGRAVITY_BIN as the dispatcher does (README "How it works", step 1); null if none. */
   locateBinary: (env: NodeJS.ProcessEnv, cwd: string) => string | null;
 }
 
@@ -125,8 +125,9 @@ export function osErrorText(error: unknown): string {
 }
 
 /**
- * Steps 2-11 of §1.2 in their exact order; throws UsageError (exit 2, or 70 for a missing
- * binary) with the original's message. Touches the file system only to read.
+ * The checks of README "How it works", step 1, after argparse, in their exact order; throws
+ * UsageError (exit 2, or 70 for a missing binary) with the original's message. Touches the file
+ * system only to read.
  */
 export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
   const { env, cwd } = deps;
@@ -143,6 +144,8 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
   if (existsOrIsLink(resultPath)) {
     throw new UsageError(`result path already exists; use a fresh path: ${resultPath}`);
   }
+  const nameProblem = resultPathProblem(resultPath);
+  if (nameProblem !== null) throw new UsageError(nameProblem);
 
   if (!promptRead.ok) {
     const why = promptRead.problem === 'EntryTooLarge' ? `larger than ${MAX_PROMPT_BYTES} bytes: ${promptPath}` : `${promptRead.problem}: ${promptPath}`;

@@ -1,6 +1,6 @@
 /**
- * Unit tests of the pure decisions, plus the upstream unit inventory (§11.2, #1-#19) as it
- * applies to the functions this dispatcher runs on.
+ * Unit tests of the pure decisions, plus the upstream Python dispatcher's unit tests (numbered
+ * #1-#19 as in the upstream inventory) as they apply to the functions this dispatcher runs on.
  */
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,11 @@ import { loadPoolStatesForDispatch, readPoolStates, route } from '@prun/quota';
 import { isValidUnitId } from '@prun/unit-state';
 import { describe, expect, test } from 'vitest';
 import {
+  BUSY_EXIT,
   DEFAULT_EFFORT,
+  busyRefusalDir,
+  busyRefusalReason,
+  isBusyRefusal,
   buildRelayPrompt,
   buildWorkerArgv,
   decideOutcome,
@@ -289,6 +293,9 @@ describe('Python int()', () => {
     ['1.5', null],
     ['', null],
     ['0x10', null],
+    // python3 strips only ASCII and non-ASCII whitespace before int(): \x1c-\x1f stay and refuse.
+    ['\x1c1', null],
+    ['1\x85', 1n],
   ])('%j -> %s', (text, expected) => {
     expect(parsePythonInt(text)).toBe(expected);
   });
@@ -454,5 +461,26 @@ describe('outcome', () => {
     expect(late.code).toBe(124);
     expect(late.reason).toContain('2760s');
     expect(decideOutcome({ end: { kind: 'stdin-failed' }, reading, workerWrote: false }).code).toBe(70);
+  });
+});
+
+describe('the busy refusal, read back', () => {
+  const dir = '/tmp/clones/unit a (1)';
+  test('its reason names the directory, bare (a FALLBACK reason) or after the bin prefix (stderr)', () => {
+    const reason = busyRefusalReason(dir);
+    expect(reason).toBe(`another worker is still running in ${dir} (its process tree holds the directory's lock); this one was not started`);
+    expect(busyRefusalDir(reason)).toBe(dir);
+    expect(busyRefusalDir(`dispatch-task-agy: ${reason}\n`)).toBe(dir);
+    expect(isBusyRefusal(reason)).toBe(true);
+  });
+
+  test('quota blocks, other failures and quoted or truncated copies are not it', () => {
+    const reason = busyRefusalReason(dir);
+    expect(isBusyRefusal('both Agy quota groups are exhausted (Gemini resets later, Claude and GPT resets later).')).toBe(false);
+    expect(isBusyRefusal('Agy exited with code 1')).toBe(false);
+    expect(isBusyRefusal(`INCOMPLETE; ${reason}`)).toBe(false);
+    expect(isBusyRefusal(reason.slice(0, -1))).toBe(false);
+    expect(isBusyRefusal(busyRefusalReason(''))).toBe(false);
+    expect(BUSY_EXIT).toBe(75);
   });
 });

@@ -15,6 +15,7 @@ import {
   dispatcherArgv,
   dispatcherCommand,
   parseArgs,
+  resultPathProblem,
   unitIdProblem,
 } from '../src/index.js';
 import { BIN, readState, rootPool, runNode } from './harness.js';
@@ -73,6 +74,29 @@ describe.concurrent('checkDispatcherSettings', () => {
     const run = await root.run({ env });
     expect(run.code).toBe(70);
     expect(run.stderr).toBe(`${MESSAGE_PREFIX}${expected![0]}\n`);
+  });
+});
+
+describe('resultPathProblem', () => {
+  // `.<name>.dispatch-task-agy-<7-digit pid>-<16 hex>.tmp` must fit 255 bytes: a name of 207.
+  test('a result name whose publication temp fits NAME_MAX passes; one byte more is refused', () => {
+    expect(resultPathProblem(`/r/${'x'.repeat(204)}.md`)).toBeNull();
+    expect(resultPathProblem(`/r/${'x'.repeat(205)}.md`)).toBe(
+      `result file name is 1 byte(s) too long to publish (its temp name would be 256 bytes, over 255): /r/${'x'.repeat(205)}.md`,
+    );
+    // Bytes, not characters.
+    expect(resultPathProblem(`/r/${'é'.repeat(103)}.md`)).not.toBeNull();
+  });
+
+  test('the bin refuses such a result path before STATE-DIR, with no worker started', async () => {
+    const root = pool.root();
+    const resultPath = join(root.dir, `${'x'.repeat(205)}.md`);
+    const run = await root.run({ resultPath });
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(`${MESSAGE_PREFIX}${resultPathProblem(resultPath)}\n`);
+    expect(root.stateDirs()).toEqual([]);
+    expect(root.workerCalls()).toEqual([]);
   });
 });
 

@@ -233,3 +233,28 @@ export function rootPool(): { root: () => Root; cleanup: () => void } {
     },
   };
 }
+
+/**
+ * How many dispatches a loop test runs at once: enough that a loaded machine finishes a loop
+ * well inside its timeout, few enough not to load it further.
+ */
+export const DISPATCH_PARALLEL = 3;
+
+/** A timeout (ms) for a test that runs a list of dispatches, at DISPATCH_PARALLEL at a time. */
+export function loopTimeoutMs(dispatches: number): number {
+  return 30_000 + Math.ceil(dispatches / DISPATCH_PARALLEL) * 15_000;
+}
+
+/** `fn` over `items`, at most `limit` at a time; results in the order of `items`. */
+export async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array<R>(items.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
+}

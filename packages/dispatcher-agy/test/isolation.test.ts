@@ -10,6 +10,8 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
+import { fallbackReason, parseResultSummary } from '@prun/unit-state';
+import { busyRefusalDir, isBusyRefusal } from '../src/index.js';
 import { planLaunch } from '../src/isolation.js';
 import { FAKE_AGY, PACKAGE_DIR, type RunResult, readState, rootPool, waitFor } from './harness.js';
 
@@ -35,6 +37,7 @@ const SECRETS: Record<string, string> = {
 interface HostileReport {
   pid: number;
   ppid: number;
+  umount: string;
   visible: { pid: number; cmdline: string }[];
   environ: Record<string, string>;
   kills: Record<string, string>;
@@ -72,6 +75,8 @@ describe.concurrent('a hostile worker', () => {
     const taken = await portTaken();
     const { run, report, text } = await hostileRun({ PRUN_ISOLATE: 'pid' });
     expect(run.code).toBe(0);
+    // Its /proc cannot be unmounted to uncover the host's: the worker keeps no capability.
+    expect(report.umount).toMatch(/^error: .*superuser|^error: .*not permitted/);
     expect(leakedSecrets(text)).toEqual([]);
     const dispatcherPid = Number(readState(run.stateDir, 'dispatch-pid'));
     // Only the namespace's own processes: its init and the worker (no node running the dispatcher).
@@ -80,8 +85,36 @@ describe.concurrent('a hostile worker', () => {
     // The dispatcher's pid, read from the state directory, names no process the worker can signal.
     expect(report.kills[String(dispatcherPid)]).toBe('error: ESRCH');
     if (!taken) expect(report.inspector).not.toBe('connected');
-    expect(readState(run.stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare .*--pid --fork --mount-proc --kill-child\n/);
+    expect(readState(run.stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare .*--pid --fork --mount-proc --kill-child\ncapabilities: none\n/);
   });
+
+  // review12: as root the worker once kept CAP_SYS_ADMIN, and a shell worker that unmounted
+  // its fresh /proc saw the host's processes and read the dispatcher's environment.
+  test.skipIf(noNamespace !== null)(
+    `with isolation cannot unmount its /proc to read the dispatcher's environment${noNamespace ? ` (skipped: ${noNamespace})` : ''}`,
+    async () => {
+      const root = pool.root();
+      const report = join(root.dir, 'uncover.txt');
+      const agy = join(root.dir, 'agy-uncover');
+      writeFileSync(
+        agy,
+        [
+          '#!/bin/sh',
+          `case "$*" in --version|models|*/usage*) exec "${FAKE_AGY}" "$@";; esac`,
+          `{ umount -l /proc && echo "umount: ok"; ls /proc | grep -c '^[0-9]'; cat /proc/[0-9]*/environ; } > "${report}" 2>&1`,
+          `exec "${FAKE_AGY}" "$@"`,
+          '',
+        ].join('\n'),
+      );
+      chmodSync(agy, 0o755);
+      const run = await root.run({ env: { PRUN_ISOLATE: 'pid', ANTIGRAVITY_BIN: agy, ...SECRETS } });
+      expect(run.code).toBe(0);
+      expect(existsSync(report)).toBe(true);
+      const text = readFileSync(report, 'utf8');
+      expect(leakedSecrets(text).length > 0 ? 'the dispatcher environment leaked' : 'no leak').toBe('no leak');
+      expect(text).not.toContain('umount: ok');
+    },
+  );
 
   test('with PRUN_ISOLATE=off reads the dispatcher environment (what isolation prevents), but opens no inspector', async () => {
     const taken = await portTaken();
@@ -228,6 +261,11 @@ describe.concurrent('the directory lock', () => {
       expect(second.code).toBe(75);
       expect(starts()).toBe(1);
       expect(readFileSync(secondResult, 'utf8')).toContain(`another worker is still running in ${root.work}`);
+      // What a batch reads back, from the published FALLBACK (no exit code) or the stderr line.
+      const summary = parseResultSummary(readFileSync(secondResult, 'utf8'));
+      expect(summary?.fallback).toBe(true);
+      expect(busyRefusalDir(fallbackReason(summary!))).toBe(root.work);
+      expect(isBusyRefusal(second.stderr.trim().split('\n').at(-1)!)).toBe(true);
       process.kill(firstPid, 'SIGKILL');
       await first;
       // Once the first tree is gone (the kernel's doing), the directory is free again.

@@ -1,11 +1,11 @@
 /**
- * What prun adds beyond the original (architecture.md §3) and the validation surface of §1,
- * run against the built bin and tools/fake-agy.
+ * What prun adds beyond the original (README, "Beyond the original") and the validation surface
+ * (README, "How it works", step 1), run against the built bin and tools/fake-agy.
  */
 import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, test } from 'vitest';
-import { BIN, Root, processAlive, processRunning, readState, rootPool, runNode, waitFor } from './harness.js';
+import { BIN, DISPATCH_PARALLEL, Root, loopTimeoutMs, mapBounded, processAlive, processRunning, readState, rootPool, runNode, waitFor } from './harness.js';
 
 const { root, cleanup } = rootPool();
 afterAll(cleanup);
@@ -320,33 +320,39 @@ describe.concurrent('command line and settings', () => {
     expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
   });
 
+  const validationCases: [Parameters<Root['run']>[0], string][] = [
+    [{ args: ['--unit-id', 'a/b'] }, '--unit-id must contain only letters, digits, dashes, or underscores'],
+    [{ env: { ANTIGRAVITY_DISPATCH_MODEL: '  ' } }, 'model and effort overrides must be non-empty'],
+    [{ env: { ANTIGRAVITY_DISPATCH_EFFORT: '' } }, 'model and effort overrides must be non-empty'],
+    [{ env: { ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: '0' } }, 'ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS must be a positive integer'],
+    [{ env: { ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: '1.5' } }, 'ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS must be a positive integer'],
+    [{ env: { PRUN_AGY_KILL_GRACE_SECONDS: 'soon' } }, 'PRUN_AGY_KILL_GRACE_SECONDS must be a non-negative number of seconds'],
+    [{ env: { PRUN_AGY_SIGNAL_GRACE_SECONDS: '-1' } }, 'PRUN_AGY_SIGNAL_GRACE_SECONDS must be a non-negative number of seconds'],
+  ];
+
   test('validation messages and exit codes before STATE-DIR', async ({ expect }) => {
     const r = root();
-    const cases: [Parameters<Root['run']>[0], string][] = [
-      [{ args: ['--unit-id', 'a/b'] }, '--unit-id must contain only letters, digits, dashes, or underscores'],
-      [{ env: { ANTIGRAVITY_DISPATCH_MODEL: '  ' } }, 'model and effort overrides must be non-empty'],
-      [{ env: { ANTIGRAVITY_DISPATCH_EFFORT: '' } }, 'model and effort overrides must be non-empty'],
-      [{ env: { ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: '0' } }, 'ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS must be a positive integer'],
-      [{ env: { ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: '1.5' } }, 'ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS must be a positive integer'],
-      [{ env: { PRUN_AGY_KILL_GRACE_SECONDS: 'soon' } }, 'PRUN_AGY_KILL_GRACE_SECONDS must be a non-negative number of seconds'],
-      [{ env: { PRUN_AGY_SIGNAL_GRACE_SECONDS: '-1' } }, 'PRUN_AGY_SIGNAL_GRACE_SECONDS must be a non-negative number of seconds'],
-    ];
-    for (const [options, message] of cases) {
-      const res = await r.run(options);
+    // Every case is refused before anything is created, so they share the root and run at once.
+    const missing = join(r.dir, 'nope.txt');
+    const [notFound, results] = await Promise.all([
+      runNode([BIN, '--prompt-file', 'nope.txt', '--result-file', 'r.md', '--unit-id', 'u', '--mode', 'plan'], {
+        env: r.baseEnv(),
+        cwd: r.dir,
+        timeoutMs: 30_000,
+      }),
+      mapBounded(validationCases, DISPATCH_PARALLEL - 1, ([options]) => r.run(options)),
+    ]);
+    for (const [index, [, message]] of validationCases.entries()) {
+      const res = results[index]!;
       expect(res.code, message).toBe(2);
       expect(res.stdout).toBe('');
       expect(res.stderr).toBe(`dispatch-task-agy: ${message}\n`);
     }
-    const missing = join(r.dir, 'nope.txt');
-    const res = await runNode(
-      [BIN, '--prompt-file', 'nope.txt', '--result-file', 'r.md', '--unit-id', 'u', '--mode', 'plan'],
-      { env: r.baseEnv(), cwd: r.dir, timeoutMs: 30_000 },
-    );
-    expect(res.code).toBe(2);
-    expect(res.stderr).toBe(`dispatch-task-agy: prompt file not found: ${missing}\n`);
+    expect(notFound.code).toBe(2);
+    expect(notFound.stderr).toBe(`dispatch-task-agy: prompt file not found: ${missing}\n`);
     expect(r.stateDirs()).toHaveLength(0);
     expect(r.calls()).toHaveLength(0);
-  });
+  }, loopTimeoutMs(validationCases.length + 1));
 
   test('Python int() spellings of the timeout are accepted', async ({ expect }) => {
     const r = root();

@@ -1,11 +1,12 @@
 /**
- * The upstream integration inventory (dispatcher-agy.md §11.3, #20-#65), run against the built
- * bin and tools/fake-agy. Numbers in test names point at the inventory.
+ * The upstream Python dispatcher's integration tests, ported and run against the built bin and
+ * tools/fake-agy. Numbers in test names (#20-#65) keep the upstream inventory's numbering, so each
+ * case can be matched with the original test it ports.
  */
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, test } from 'vitest';
-import { WORKER_RESULT_TEXT, readState, rootPool, snapshot } from './harness.js';
+import { DISPATCH_PARALLEL, WORKER_RESULT_TEXT, loopTimeoutMs, mapBounded, readState, rootPool, snapshot } from './harness.js';
 
 const DEFAULT_MODEL = 'gemini-3.8-flash-high';
 const SECOND_MODEL = 'claude-sonnet-5-5-high';
@@ -94,8 +95,10 @@ describe.concurrent('upstream integration inventory', () => {
     expect(r2.worker().argv).toContain('--dangerously-skip-permissions');
   });
 
+  const sandboxSpellings = [['true', true], [' YES ', true], ['On', true], ['0', false], ['False', false], [' off', false]] as const;
   test('#26 sandbox spellings are case and whitespace insensitive', async ({ expect }) => {
-    for (const [value, on] of [['true', true], [' YES ', true], ['On', true], ['0', false], ['False', false], [' off', false]] as const) {
+    // One root per spelling, so the dispatches are independent and run a few at a time.
+    await mapBounded(sandboxSpellings, DISPATCH_PARALLEL, async ([value, on]) => {
       const r = root();
       const res = await r.run({ env: { PRUN_AGY_SANDBOX: value } });
       expect(res.code, `${value}: ${res.stderr}`).toBe(0);
@@ -103,8 +106,8 @@ describe.concurrent('upstream integration inventory', () => {
       expect(argv.includes('--sandbox'), value).toBe(on);
       expect(hasPair(argv, '--mode', 'plan')).toBe(true);
       expect(argv).not.toContain('--dangerously-skip-permissions');
-    }
-  });
+    });
+  }, loopTimeoutMs(sandboxSpellings.length));
 
   test('#27 an unrecognised sandbox value fails before launch', async ({ expect }) => {
     const r = root();

@@ -22,10 +22,12 @@ function parseArgs(argv: readonly string[]): Parsed {
   try {
     parsed = parseArgv(SPEC, argv);
   } catch (error) {
+    // An ArgvError is already a usage CliError; only a bare word before `--`, most likely the
+    // command, gets a message that says how to pass it.
     if (!(error instanceof ArgvError)) throw error;
-    // A bare word before `--` is most likely the command: say how to pass it.
     const stray = /^unexpected argument '(.*)'$/.exec(error.message);
-    throw new CliError(stray ? `unexpected argument '${stray[1]}': put -- before the command` : error.message);
+    if (stray === null) throw error;
+    throw new CliError(`unexpected argument '${stray[1]}': put -- before the command`, { exitCode: error.exitCode });
   }
   if (parsed.kind !== 'run') return parsed;
   const { options, rest } = parsed;

@@ -1,10 +1,10 @@
 // The `prun-job` bin: parse the command line, run the command, print, set the exit code.
 // Each command's module is loaded only when that command runs, so a small command starts fast.
 import { readFileSync } from 'node:fs';
-import { CliError, closeDebuggerDoor, formatInternalError, packageVersion } from '@prun/kit/cli';
+import { closeDebuggerDoor, commandMain, markOutputFinal, packageVersion } from '@prun/kit/cli';
 import { commandAt, renderHelp } from '@prun/kit/spec';
 import type { Command, Context } from './commands/context.js';
-import { CommandError, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE } from './errors.js';
+import { CommandError, EXIT_OK, EXIT_USAGE } from './errors.js';
 import { SPEC } from './spec.js';
 import { timingsFromEnv } from './timing.js';
 
@@ -40,50 +40,31 @@ function wantsHelp(rest: string[]): boolean {
   return false;
 }
 
-/** Set when stdout's reader went away: the original exits 1 on a broken pipe. */
-let stdoutBroken = false;
-
 /**
- * Write to stdout. A result block is the exception: as in the original, a reader gone by then
- * (a signal stopped a foreground run) leaves the exit code to the job's status.
+ * Write to stdout. A result block is the exception to the broken-pipe exit 1 (kit's EPIPE policy,
+ * brokenPipeExitCode): as in the original, a reader gone by then (a signal stopped a foreground
+ * run) leaves the exit code to the job's status.
  */
 function write(text: string, { resultBlock = false } = {}): void {
-  process.stdout.write(text, (error) => {
-    if (error && (error as NodeJS.ErrnoException).code === 'EPIPE' && !resultBlock) {
-      stdoutBroken = true;
-      process.exitCode = 1;
-    }
-  });
+  if (resultBlock) markOutputFinal();
+  process.stdout.write(text);
 }
 
 /**
  * Run one prun-job command line and set process.exitCode (never process.exit). Called by the
- * bin through the kit's runBin, and in-process by `prun job`.
+ * bin through the kit's runBin, and in-process by `prun job`. Kit's one catch reports a failure
+ * as the original prints it (`prun-job: error: ...`, then `prun-job: hint: ...`), and a reader
+ * that went away from stdout makes the exit code 1, as the original's does.
  */
-export async function main(argv: string[]): Promise<void> {
-  // Runners, waits and foreground runs live long beside agents that can signal them.
-  closeDebuggerDoor();
-  // Failed writes are reported to write()'s callback; this keeps them from being thrown.
-  if (process.stdout.listenerCount('error') === 0) process.stdout.on('error', () => undefined);
-  let code: number;
-  try {
-    code = await dispatch(argv);
-    if (stdoutBroken) code = 1;
-  } catch (error) {
-    if (error instanceof CliError) {
-      // As the original prints it: `multi-agent: error: ...`.
-      note(`error: ${error.message}`);
-      if (error.hint !== undefined) note(`hint: ${error.hint}`);
-      code = error.exitCode;
-    } else if ((error as NodeJS.ErrnoException | undefined)?.code === 'EPIPE') {
-      code = 1;
-    } else {
-      process.stderr.write(formatInternalError(BIN, error));
-      code = EXIT_INTERNAL;
-    }
-  }
-  process.exitCode = code;
-}
+export const main = commandMain(
+  BIN,
+  (argv) => {
+    // Runners, waits and foreground runs live long beside agents that can signal them.
+    closeDebuggerDoor();
+    return dispatch(argv);
+  },
+  { brokenPipeExitCode: 1, errorLabel: 'error: ' },
+);
 
 async function dispatch(argv: string[]): Promise<number> {
   if (process.platform === 'win32') throw new CommandError('Windows is not supported');

@@ -1,5 +1,5 @@
 // The bin without a real pi: usage, errors, profiles, failing pi start-up, and the lock contract.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
@@ -118,6 +118,21 @@ describe('a closed stdout', () => {
     expect(profiles).toEqual({ code: 1, stderr: '' });
     // The job's status decides, as when a signal stopped a foreground run and took its reader.
     expect(result).toEqual({ code: 0, stderr: '' });
+  });
+});
+
+describe('peek -f reads progress.log through the bounded reader', () => {
+  it('a FIFO in place of progress.log is refused, never waited on', async () => {
+    const w = fresh();
+    const done = w.jobDir('piped');
+    mkdirSync(done, { recursive: true });
+    writeFileSync(join(done, 'job.json'), JSON.stringify({ name: 'piped', profile: 'general-purpose', cwd: w.cwd }));
+    writeFileSync(join(done, 'status'), 'done\n');
+    writeFileSync(join(done, 'exit_code'), '0\n');
+    // No writer ever opens it: a plain open for reading would block the follower for good.
+    expect(spawnSync('mkfifo', [join(done, 'progress.log')]).status).toBe(0);
+    const follow = await w.job(['peek', 'piped', '-f']);
+    expect(follow).toMatchObject({ code: 0, stdout: '' });
   });
 });
 

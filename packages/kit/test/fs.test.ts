@@ -151,6 +151,15 @@ describe('readHead', () => {
     expect(readHead(path, { maxBytes: 10, overflow: 'refuse' })).toEqual({ ok: false, problem: 'EntryTooLarge' });
   });
 
+  test('reads a bounded range from an offset (a follower of an appended file)', () => {
+    const path = join(dir, 'ranged');
+    writeFileSync(path, 'hello world');
+    expect(readHead(path, { maxBytes: 3, offset: 6 })).toEqual({ ok: true, bytes: Buffer.from('wor'), text: 'wor', truncated: true });
+    expect(readHead(path, { maxBytes: 10, offset: 6 })).toMatchObject({ ok: true, text: 'world', truncated: false });
+    expect(readHead(path, { maxBytes: 10, offset: 11 })).toMatchObject({ ok: true, text: '', truncated: false });
+    expect(readHead(path, { maxBytes: 10, offset: 50 })).toMatchObject({ ok: true, text: '', truncated: false });
+  });
+
   test('each result is its own copy, not a view of the shared buffer', () => {
     writeFileSync(join(dir, 'a'), 'aaaa');
     writeFileSync(join(dir, 'b'), 'bbbb');

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { CliError, EXIT_INTERNAL, commandMain, packageVersion } from '@prun/kit/cli';
-import { ArgvError, parseArgv, renderHelp } from '@prun/kit/spec';
+import { parseArgv, renderHelp } from '@prun/kit/spec';
 import { z } from 'zod';
 import {
   BIN_ENV_VAR,
@@ -30,12 +30,8 @@ type Options = z.infer<typeof Options>;
 type Parsed = { kind: 'help' } | { kind: 'version' } | { kind: 'resolve'; options: Options };
 
 function parseArgs(argv: readonly string[]): Parsed {
-  let parsed;
-  try {
-    parsed = parseArgv(SPEC, argv);
-  } catch (error) {
-    throw error instanceof ArgvError ? usage(error.message) : error;
-  }
+  // An ArgvError is already a usage CliError (exit 2): it reaches commandMain as it is.
+  const parsed = parseArgv(SPEC, argv);
   if (parsed.kind !== 'run') return parsed;
   const { positionals, options } = parsed;
   if (positionals.length === 0) throw usage('missing TEMPLATE (see --help)');

@@ -152,6 +152,18 @@ const BUSY_RETRY_MS = 5000;
 /** Ledger fields that describe a live dispatch and go when the unit stops running. */
 const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'stop_signal'] as const;
 
+/** Moves `current` to `<folder>/<id>.attempt-<n>.<ext>` (the first free n from `attempt`, at least 1), if it exists. */
+function setAside(current: string, folder: string, id: string, ext: string, attempt: number): void {
+  if (!existsSync(current)) return;
+  let n = Math.max(attempt, 1);
+  let aside = join(folder, `${id}.attempt-${n}.${ext}`);
+  while (existsSync(aside)) {
+    n += 1;
+    aside = join(folder, `${id}.attempt-${n}.${ext}`);
+  }
+  renameSync(current, aside);
+}
+
 /** Runs a batch directory to the end: dispatch, defer, adopt, stop on signal. */
 export class BatchRun {
   private readonly byId: Map<string, ResolvedUnit>;
@@ -305,15 +317,17 @@ export class BatchRun {
 
   /** Where the previous attempt's result goes so the dispatcher gets a fresh path. */
   private setAsidePreviousResult(id: string, attempt: number): void {
-    const current = this.paths.result(id);
-    if (!existsSync(current)) return;
-    let n = Math.max(attempt, 1);
-    let aside = join(this.paths.results, `${id}.attempt-${n}.md`);
-    while (existsSync(aside)) {
-      n += 1;
-      aside = join(this.paths.results, `${id}.attempt-${n}.md`);
-    }
-    renameSync(current, aside);
+    setAside(this.paths.result(id), this.paths.results, id, 'md', attempt);
+  }
+
+  /**
+   * The previous attempt's captures go to `logs/<id>.attempt-N.{stdout,stderr}`, so the new
+   * dispatcher's capture holds only its own lines: its STATE-DIR (the state dir recorded for
+   * this attempt, on the live and the adoption path) and its last stderr line.
+   */
+  private setAsidePreviousLogs(id: string, attempt: number): void {
+    setAside(this.paths.stdoutLog(id), this.paths.logs, id, 'stdout', attempt);
+    setAside(this.paths.stderrLog(id), this.paths.logs, id, 'stderr', attempt);
   }
 
   private failWithoutRun(id: string, reason: string): void {
@@ -342,6 +356,7 @@ export class BatchRun {
       }
     }
     this.setAsidePreviousResult(id, previous.attempt ?? 0);
+    this.setAsidePreviousLogs(id, previous.attempt ?? 0);
 
     const followUp = this.followUps.get(id) ?? null;
     this.followUps.delete(id);

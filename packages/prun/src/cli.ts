@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
 import { closeDebuggerDoor, STOP_SIGNALS } from '@prun/kit/cli';
@@ -107,7 +107,10 @@ function renderOutcome(outcome: BatchOutcome): string {
       unit.id,
       unit.status + (unit.stalled ? '(stalled)' : ''),
       unit.exit_code === null ? '-' : String(unit.exit_code),
-      rel(unit.result_file) + (unit.fallback ? ' (FALLBACK)' : '') + (unit.quota_fallback ? ` (quota fallback to ${unit.model})` : ''),
+      // A unit stopped before its dispatcher got far enough to publish has no result file.
+      (existsSync(unit.result_file) ? rel(unit.result_file) : 'missing') +
+        (unit.fallback ? ' (FALLBACK)' : '') +
+        (unit.quota_fallback ? ` (quota fallback to ${unit.model})` : ''),
       unit.status === 'done' ? '' : (unit.note ?? ''),
     ]),
   );

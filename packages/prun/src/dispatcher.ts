@@ -1,7 +1,7 @@
 // Everything prun knows about starting a dispatcher comes from the dispatcher package's own
 // exports (its command, argv, settings check and unit-id rule), used here in one place.
 import { statSync } from 'node:fs';
-import { checkDispatcherSettings, dispatcherArgv, dispatcherCommand, parseArgs, UsageError, type Mode } from '@prun/dispatcher-agy';
+import { checkDispatcherSettings, dispatcherArgv, dispatcherCommand, parseArgs, resultPathProblem, UsageError, type Mode } from '@prun/dispatcher-agy';
 import { locateAgy } from '@prun/model-resolve';
 
 export { unitIdProblem as dispatcherUnitIdProblem } from '@prun/dispatcher-agy';
@@ -38,11 +38,14 @@ export interface PreflightUnit {
   addDirs: string[];
   /** The environment its dispatcher would get. */
   env: NodeJS.ProcessEnv;
+  /** The absolute result path its dispatcher would publish to. */
+  resultFile: string;
 }
 
 /**
  * Would the dispatcher accept this unit? Its settings (ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS and
- * the rest, the agy binary) by the dispatcher package's own check, and its add-dirs existing
+ * the rest, the agy binary) by the dispatcher package's own check, a result path it can publish
+ * to (the temp name beside it fits a file name), and its add-dirs existing
  * (the dispatcher refuses a missing one). Returns the one-line refusal, or null.
  */
 export function dispatcherRefusal(unit: PreflightUnit, cwd: string): string | null {
@@ -52,6 +55,8 @@ export function dispatcherRefusal(unit: PreflightUnit, cwd: string): string | nu
     if (error instanceof UsageError) return error.message;
     throw error;
   }
+  const resultProblem = resultPathProblem(unit.resultFile);
+  if (resultProblem !== null) return resultProblem;
   for (const dir of unit.addDirs) {
     let isDir = false;
     try {

@@ -30,6 +30,12 @@ export function liveLockHolder(path: string): number | null {
   return holder.pid;
 }
 
+/** The refusal (exit 101) of a second driver: the batch directory and the holder's pid when known. */
+export function drivenBy(batchDir: string, pid: number | null): BatchError {
+  const who = pid === null ? 'another prun' : `prun pid ${pid}`;
+  return new BatchError(`${batchDir} is being driven by ${who}; wait for it, or watch it with prun status`, EXIT.busy);
+}
+
 function sleepMs(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
@@ -65,8 +71,7 @@ export function takeDriverLock(lockPath: string, batchDir: string): number {
       sleepMs(10);
       holder = readLockHolder(lockPath);
     }
-    const who = holder === null ? 'another prun' : `prun pid ${holder.pid}`;
-    throw new BatchError(`${batchDir} is being driven by ${who}; wait for it, or watch it with prun status`, EXIT.busy);
+    throw drivenBy(batchDir, holder === null ? null : holder.pid);
   }
   ftruncateSync(fd, 0);
   writeSync(fd, `${process.pid} ${processStartTime(process.pid) ?? ''}\n`, 0);

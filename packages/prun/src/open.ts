@@ -3,6 +3,7 @@
 // before a worker starts is checked here, and a refusal leaves nothing behind.
 import { randomBytes } from 'node:crypto';
 import {
+  realpathSync,
   accessSync,
   existsSync,
   closeSync,
@@ -22,8 +23,9 @@ import { batchPaths, queuedEntry, unitEnv, type BatchPaths } from './batch.js';
 import { dispatcherRefusal, type PreflightUnit } from './dispatcher.js';
 import { BatchError, EXIT } from './errors.js';
 import { appendLedger, readLedger, repairLedgerTail, type LedgerRead } from './ledger.js';
-import { takeDriverLock } from './lock.js';
+import { LOCK_FILE, drivenBy, liveLockHolder, takeDriverLock } from './lock.js';
 import { loadPlan, PlanError, type ResolvedUnit } from './plan.js';
+import { isRunning } from './units.js';
 
 export interface OpenBatch {
   paths: BatchPaths;
@@ -56,7 +58,12 @@ function preflightUnits(units: ResolvedUnit[], env: NodeJS.ProcessEnv, paths: Ba
       }
       if (!isDir) throw new BatchError(`unit ${unit.id}: clone source is not a directory: ${unit.clone}`, EXIT.usage);
     }
-    const check: PreflightUnit = { id: unit.id, addDirs: unit.addDirs, env: unitEnv(env, unit, unit.clone ? paths.clone(unit.id) : null) };
+    const check: PreflightUnit = {
+      id: unit.id,
+      addDirs: unit.addDirs,
+      env: unitEnv(env, unit, unit.clone ? paths.clone(unit.id) : null),
+      resultFile: paths.result(unit.id),
+    };
     const refusal = dispatcherRefusal(check, paths.dir);
     if (refusal !== null) throw new BatchError(`unit ${unit.id}: the dispatcher would refuse it: ${refusal}`, EXIT.usage);
   }
@@ -71,13 +78,22 @@ function checkNewDir(target: string, mayBeTaken: boolean): void {
   checkAncestorWritable(target);
 }
 
+/**
+ * Why a new batch cannot take `target`, which exists and is not empty: a batch a live prun is
+ * driving (it just won the name, or runs on) is named with its pid and exit 101, as a second
+ * `--resume` would be; anything else is a usage error pointing at --resume.
+ */
+function takenRefusal(target: string): BatchError {
+  const holder = liveLockHolder(join(target, LOCK_FILE));
+  if (holder !== null) return drivenBy(target, holder);
+  return new BatchError(`batch directory already exists and is not empty; use --resume to continue it: ${target}`, EXIT.usage);
+}
+
 function checkTargetFree(target: string): void {
   try {
     const stat = lstatSync(target);
     if (!stat.isDirectory()) throw new BatchError(`--dir ${target} exists and is not a directory`, EXIT.usage);
-    if (readdirSync(target).length > 0) {
-      throw new BatchError(`batch directory already exists and is not empty; use --resume to continue it: ${target}`, EXIT.usage);
-    }
+    if (readdirSync(target).length > 0) throw takenRefusal(target);
   } catch (error) {
     if (error instanceof BatchError) throw error;
     const why = code(error);
@@ -142,6 +158,30 @@ function fsyncPath(path: string): void {
   }
 }
 
+/** The hidden sibling a new batch is laid out in: `.<name>.prun-new-<pid>-<8 hex>`. */
+const layoutPrefix = (target: string): string => `.${basename(target)}.prun-new-`;
+
+/**
+ * Layouts of `target` left half-made by a prun killed while laying it out: its hidden siblings
+ * whose pid is no longer running. Nothing ran from them (the rename into place is the last step).
+ */
+function abandonedLayouts(target: string): string[] {
+  const prefix = layoutPrefix(target);
+  let names: string[];
+  try {
+    names = readdirSync(dirname(target));
+  } catch {
+    return [];
+  }
+  return names
+    .filter((name) => {
+      if (!name.startsWith(prefix)) return false;
+      const match = /^([1-9]\d*)-[0-9a-f]{8}$/.exec(name.slice(prefix.length));
+      return match !== null && !isRunning(Number(match[1]));
+    })
+    .map((name) => join(dirname(target), name));
+}
+
 /**
  * Lay a batch out in a hidden sibling and rename it into place, holding the driver lock from
  * the first moment: the directory appears whole (plan.json, prompts, one `queued` line per unit)
@@ -149,7 +189,7 @@ function fsyncPath(path: string): void {
  */
 function buildAndPlace(target: string, units: ResolvedUnit[]): { lockFd: number } | false {
   const parent = dirname(target);
-  const temp = join(parent, `.${basename(target)}.prun-new-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const temp = join(parent, `${layoutPrefix(target)}${process.pid}-${randomBytes(4).toString('hex')}`);
   const paths = batchPaths(temp);
   let lockFd: number | null = null;
   try {
@@ -202,6 +242,8 @@ function buildAndPlace(target: string, units: ResolvedUnit[]): { lockFd: number 
  * `dir` undefined picks the default name in `cwd`, unique even for batches started together.
  */
 export async function createBatch(planPath: string, dir: string | undefined, env: NodeJS.ProcessEnv, cwd: string): Promise<OpenBatch> {
+  // An empty --dir would resolve to the working directory itself: refused, never guessed.
+  if (dir !== undefined && dir.trim() === '') throw new BatchError('--dir must not be empty', EXIT.usage);
   const planAbsolute = resolve(cwd, planPath);
   const { units } = loadPlan(planAbsolute);
   const now = new Date();
@@ -214,6 +256,7 @@ export async function createBatch(planPath: string, dir: string | undefined, env
   } catch (error) {
     throw new BatchError(`--dir ${firstTarget}: cannot create its parent: ${code(error)}`, EXIT.usage);
   }
+  if (dir !== undefined) for (const left of abandonedLayouts(firstTarget)) rmSync(left, { recursive: true, force: true });
   for (let n = 1; n <= 1000; n += 1) {
     const target = dir === undefined ? join(cwd, defaultBatchDirName(now, n)) : firstTarget;
     if (dir === undefined && n > 1) {
@@ -235,9 +278,7 @@ export async function createBatch(planPath: string, dir: string | undefined, env
       const paths = batchPaths(target);
       return { paths, units: loadPlan(paths.plan).units, ledger: readLedger(paths.ledger), lockFd: placed.lockFd, tornSetAside: null };
     }
-    if (dir !== undefined) {
-      throw new BatchError(`batch directory already exists and is not empty; use --resume to continue it: ${target}`, EXIT.usage);
-    }
+    if (dir !== undefined) throw takenRefusal(target);
   }
   throw new BatchError(`no free default batch directory name in ${cwd}; pass --dir`, EXIT.usage);
 }
@@ -264,6 +305,36 @@ function hasRunState(paths: BatchPaths): boolean {
   return false;
 }
 
+/** How a ledger without one entry looks: missing, empty, or holding only a torn line. */
+function ledgerEmptiness(ledger: LedgerRead): string {
+  if (!ledger.exists) return 'is missing';
+  if (ledger.tornTail !== null) return `holds only a torn line (${ledger.tornTail.bytes.length} bytes, no whole entry)`;
+  return 'is empty';
+}
+
+/**
+ * The batch directory a copied or moved batch was made in, or null when its ledger's result
+ * paths (absolute, as every stored path is) lie in this directory. Driving a copy would read
+ * and write the original's files.
+ */
+function movedFrom(paths: BatchPaths, ledger: LedgerRead): string | null {
+  const here = realPath(paths.results);
+  for (const entry of ledger.entries) {
+    const results = dirname(entry.result_file);
+    // The same folder by another name (a symlink on the way) is not a move.
+    if (results !== paths.results && realPath(results) !== here) return dirname(results);
+  }
+  return null;
+}
+
+const realPath = (path: string): string | null => {
+  try {
+    return realpathSync(path);
+  } catch {
+    return null;
+  }
+};
+
 /**
  * An existing batch directory, ready to drive: the driver lock taken (another driver refused,
  * exit 101), its folders writable, its plan loaded, its ledger whole (a bad line before the
@@ -271,12 +342,15 @@ function hasRunState(paths: BatchPaths): boolean {
  * nothing changed), the dispatcher's checks passed; then a torn last line is set aside.
  */
 export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string): Promise<OpenBatch> {
+  if (dir.trim() === '') throw new BatchError('the batch directory must not be empty', EXIT.usage);
   const paths = batchPaths(resolve(cwd, dir));
   let stat;
   try {
     stat = statSync(paths.dir);
   } catch (error) {
-    throw new BatchError(`not a batch directory (${code(error)}): ${paths.dir}`, EXIT.usage);
+    const left = abandonedLayouts(paths.dir);
+    const hint = left.length === 0 ? '' : `; a prun killed while creating it left ${basename(left[0]!)} beside it, from which nothing ran: start the batch again with prun batch PLAN --dir ${dir}`;
+    throw new BatchError(`not a batch directory (${code(error)}): ${paths.dir}${hint}`, EXIT.usage);
   }
   if (!stat.isDirectory()) throw new BatchError(`not a batch directory (not a directory): ${paths.dir}`, EXIT.usage);
   try {
@@ -314,8 +388,15 @@ export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string
     }
     if (ledger.entries.length === 0 && hasRunState(paths)) {
       throw new BatchError(
-        `the ledger ${paths.ledger} is ${ledger.exists ? 'empty' : 'missing'} but the batch has results or logs; nothing was changed (restore the ledger, or start a new batch)`,
+        `the ledger ${paths.ledger} ${ledgerEmptiness(ledger)} but the batch has results or logs; nothing was changed (restore the ledger, or start a new batch)`,
         EXIT.ledger,
+      );
+    }
+    const moved = movedFrom(paths, ledger);
+    if (moved !== null) {
+      throw new BatchError(
+        `${paths.dir} was copied or moved from ${moved}: its ledger names files there, not here; nothing was changed (resume ${moved} itself, or start a new batch from ${join(paths.dir, 'plan.json')})`,
+        EXIT.usage,
       );
     }
     const pending = units.filter((unit) => ledger.latest.get(unit.id)?.status !== 'done');

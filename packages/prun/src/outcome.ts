@@ -1,3 +1,4 @@
+import { busyRefusalDir, busyRefusalReason, isBusyRefusal } from '@prun/dispatcher-agy';
 import { QUOTA_EXHAUSTED_EXIT } from '@prun/quota';
 import type { ResultSummary } from '@prun/unit-state';
 import { fallbackReason, isQuotaBlock } from './units.js';
@@ -57,7 +58,12 @@ export function unitOutcome(end: DispatchEnd): UnitOutcome {
   const { exitCode, result, stopSignal } = end;
   const quotaExit = exitCode === QUOTA_EXHAUSTED_EXIT;
   if (result === null) {
-    if (quotaExit) return { status: 'deferred', note: 'quota refused', refusal: 'quota' };
+    if (quotaExit) {
+      // Both refusals publish a FALLBACK; without one, the dispatcher's last stderr line tells them apart.
+      const busyDir = busyRefusalDir(end.stderrLast ?? '');
+      if (busyDir !== null) return { status: 'deferred', note: busyRefusalReason(busyDir), refusal: 'busy' };
+      return { status: 'deferred', note: 'quota refused', refusal: 'quota' };
+    }
     if (stopSignal !== null) return { status: 'interrupted', note: `stopped by ${stopSignal} before it published a result` };
     if (exitCode === null) return { status: 'queued', note: 'previous dispatch ended without a result; dispatching again' };
     const why = end.stderrLast === null ? '' : `: ${end.stderrLast}`;
@@ -66,9 +72,10 @@ export function unitOutcome(end: DispatchEnd): UnitOutcome {
   if (result !== 'unparsed' && result.fallback) {
     const reason = fallbackReason(result);
     if (isQuotaBlock(reason)) return { status: 'deferred', note: reason, refusal: 'quota' };
-    // Exit 75 without a quota block: the dispatcher's other temporary refusal (its working
-    // directory is still held by an earlier worker). Without the exit code it reads as failed.
-    if (quotaExit) return { status: 'deferred', note: reason, refusal: 'busy' };
+    // The dispatcher's other temporary refusal (an earlier worker still holds the unit's working
+    // directory), told by its text, so a FALLBACK settled after a restart (exit code unknown)
+    // gets the same outcome as the exit seen live. An exit 75 with any other reason is a failure.
+    if (isBusyRefusal(reason)) return { status: 'deferred', note: reason, refusal: 'busy' };
     if (stopSignal !== null && exitCode !== 0) return { status: 'interrupted', note: reason };
     return { status: 'failed', note: reason };
   }

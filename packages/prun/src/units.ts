@@ -5,6 +5,7 @@ import { STATE_DIR_LINE_PREFIX, STATE_FILES, isProcessAlive, parseResultSummary,
 // The FALLBACK reason and quota-block readers live with the texts' writers.
 export { fallbackReason } from '@prun/unit-state';
 export { isQuotaBlock } from '@prun/quota';
+import { parseQuotaFallbackNote } from '@prun/quota';
 
 /** The head of a result file (enough for its header and contract lines), or null if absent/empty. */
 export function readResultHead(path: string, bytes = 8192): ResultSummary | 'unparsed' | null {
@@ -137,9 +138,8 @@ export function readModelFacts(stateDir: string): ModelFacts {
   return {
     model: ran === '' ? null : ran,
     notes,
-    // The quota package's MODEL-FALLBACK note names its reason; a template-unlisted fallback is
-    // a listing matter, not a quota one.
-    quotaFallback: notes.some((line) => line.startsWith('MODEL-FALLBACK ') && line.includes(' reason=claude-and-gpt-quota-exhausted')),
+    // Only the quota package's own note counts: a template-unlisted fallback is a listing matter.
+    quotaFallback: notes.some((line) => parseQuotaFallbackNote(line) !== null),
   };
 }
 

@@ -93,6 +93,29 @@ export function workerCalls(logDir: string): Array<AgyCall & { unit: string | nu
     .map((call) => ({ ...call, unit: /UNIT-ID:([\w-]+)/.exec(call.prompt ?? '')?.[1] ?? /^# ([\w-]+) result$/m.exec(call.prompt ?? '')?.[1] ?? null }));
 }
 
+/**
+ * Worker starts per unit, from the fixture's start log (written before the worker reads its
+ * prompt, so a worker killed at once still counts; calls.jsonl misses those). The unit is named
+ * by the worker's cwd: its clone (`clones/<id>`) or its state dir's `work/`
+ * (`prun-task-<hash>-<id>-<pid>-<nonce>/work`).
+ */
+export function workerStarts(logDir: string): Record<string, number> {
+  let text = '';
+  try {
+    text = readFileSync(join(logDir, 'starts.jsonl'), 'utf8');
+  } catch {
+    return {};
+  }
+  const out: Record<string, number> = {};
+  for (const line of text.split('\n').filter(Boolean)) {
+    const { cwd } = JSON.parse(line) as { cwd: string };
+    const parts = cwd.split('/');
+    const unit = parts.at(-1) === 'work' ? (/^prun-task-[0-9a-f]+-(.+)-\d+-[0-9a-f]+$/.exec(parts.at(-2) ?? '')?.[1] ?? '?') : (parts.at(-1) ?? '?');
+    out[unit] = (out[unit] ?? 0) + 1;
+  }
+  return out;
+}
+
 /** Poll until `check` holds or the deadline passes (then throw with `what`). */
 export async function waitFor(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

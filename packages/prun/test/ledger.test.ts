@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { appendLedger, readLedger, repairLedgerTail, type AppendIo, type LedgerEntry } from '../src/ledger.js';
+import { fallbackReason } from '@prun/unit-state';
 import { contractProblem, unitOutcome, type DispatchEnd } from '../src/outcome.js';
 
 const dirs: string[] = [];
@@ -128,6 +129,13 @@ describe('unit outcome (one rule for the live and the restart path)', () => {
     expect(unitOutcome(end({ exitCode: null, result: quota })).status).toBe('deferred');
     const busy = summary({ fallback: true, conclusion: 'INCOMPLETE; another worker is still running in /c (its process tree holds the directory\'s lock); this one was not started' });
     expect(unitOutcome(end({ exitCode: 75, result: busy }))).toMatchObject({ status: 'deferred', refusal: 'busy' });
+    // Settled after a restart (exit code unknown), the busy FALLBACK is deferred just the same.
+    expect(unitOutcome(end({ exitCode: null, result: busy }))).toEqual(unitOutcome(end({ exitCode: 75, result: busy })));
+    // Told by the dispatcher's own reader, never by the exit code alone: any other 75 is a failure.
+    expect(unitOutcome(end({ exitCode: 75, result: fallback }))).toEqual({ status: 'failed', note: 'Agy exited with code 3' });
+    const busyLine = `dispatch-task-agy: ${fallbackReason(busy)}`;
+    expect(unitOutcome(end({ exitCode: 75, result: null, stderrLast: busyLine }))).toEqual({ status: 'deferred', note: fallbackReason(busy), refusal: 'busy' });
+    expect(unitOutcome(end({ exitCode: 75, result: null, stderrLast: null }))).toMatchObject({ status: 'deferred', refusal: 'quota' });
     expect(unitOutcome(end({ exitCode: 75, result: quota }))).toMatchObject({ status: 'deferred', refusal: 'quota' });
     const stopped = summary({ fallback: true, conclusion: 'INCOMPLETE; dispatcher received SIGINT' });
     expect(unitOutcome(end({ exitCode: 130, result: stopped, stopSignal: 'SIGINT' })).status).toBe('interrupted');

@@ -2,11 +2,12 @@
 // a scratch working directory, with a relative plan and a relative DIR, kill -9, Ctrl-C, a
 // second terminal, a damaged ledger, a signal after publication. Workers are tools/fake-agy
 // (through the per-prompt fixture); its call log counts worker starts.
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, watch, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, watch, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { latestStatus, ledger, openGate, prun, sandbox, waitFor, workerCalls, type Sandbox } from './helpers.js';
+import { latestStatus, ledger, openGate, prun, sandbox, waitFor, workerCalls, workerStarts, type Sandbox } from './helpers.js';
 
 let box: Sandbox | undefined;
 afterEach(() => {
@@ -30,11 +31,8 @@ function scratch(units: unknown[], extra: NodeJS.ProcessEnv = {}): { box: Sandbo
   return { box, work };
 }
 
-const callsPerUnit = (logDir: string): Record<string, number> => {
-  const out: Record<string, number> = {};
-  for (const call of workerCalls(logDir)) out[call.unit ?? '?'] = (out[call.unit ?? '?'] ?? 0) + 1;
-  return out;
-};
+/** Worker starts per unit, counted before a worker reads its prompt (a worker killed at once counts). */
+const callsPerUnit = (logDir: string): Record<string, number> => workerStarts(logDir);
 
 const ledgerLines = (dir: string): number => (existsSync(join(dir, 'ledger.jsonl')) ? readFileSync(join(dir, 'ledger.jsonl'), 'utf8').split('\n').filter(Boolean).length : 0);
 
@@ -91,12 +89,14 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     const first = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '4'], { env: box.env, cwd: work });
     await waitFor(() => existsSync(dir) && ledger(dir).some((l) => l.status === 'running'), 'the first driver running');
 
-    const [second, retry, status] = await Promise.all([
+    const [second, retry, fresh, status] = await Promise.all([
       prun(['batch', '--resume', 'fanout'], { env: box.env, cwd: work }),
       prun(['batch', '--retry-failed', dir], { env: box.env, cwd: box.root }),
+      // A new batch on the same --dir: named as the same holder, not "use --resume" (exit 2).
+      prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: work }),
       prun(['status', 'fanout'], { env: box.env, cwd: work }),
     ]);
-    for (const refused of [second, retry]) {
+    for (const refused of [second, retry, fresh]) {
       expect(refused.exitCode).toBe(101);
       expect(refused.stdout).toBe('');
       expect(refused.stderr).toBe(`prun: ${dir} is being driven by prun pid ${first.pid}; wait for it, or watch it with prun status`);
@@ -147,7 +147,8 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     const dir = join(work, 'fanout');
     const run = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '2'], { env: box.env, cwd: work });
     await waitFor(
-      () => existsSync(dir) && callsPerUnit(box.logDir).slow === 1 && ledger(dir).some((l) => l.id === 'slow' && l.status === 'running' && l.state_dir) && latestStatus(dir).quick === 'done',
+      // The worker has read its prompt (calls.jsonl), so its conversation is being recorded.
+      () => existsSync(dir) && workerCalls(box.logDir).filter((c) => c.unit === 'slow').length === 1 && ledger(dir).some((l) => l.id === 'slow' && l.status === 'running' && l.state_dir) && latestStatus(dir).quick === 'done',
       'slow running and quick done',
     );
     run.kill(signal);
@@ -201,6 +202,7 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     const cases: Array<[string, string | null, RegExp]> = [
       ['bad middle line', [lines[0], '{"id":"m1" garbage', ...lines.slice(1)].join('\n'), /^prun: ledger line 2 of .*ledger\.jsonl is not a valid entry; nothing was changed/],
       ['empty ledger', '', /^prun: the ledger .*ledger\.jsonl is empty but the batch has results or logs; nothing was changed/],
+      ['only a torn line', '{"id":"m1","status":"do', /^prun: the ledger .*ledger\.jsonl holds only a torn line \(23 bytes, no whole entry\) but the batch has results or logs; nothing was changed/],
       ['missing ledger', null, /^prun: the ledger .*ledger\.jsonl is missing but the batch has results or logs; nothing was changed/],
     ];
     for (const [what, content, message] of cases) {
@@ -272,4 +274,54 @@ describe('prun batch recovery (scratch cwd, relative paths)', () => {
     }
     expect(Object.values(callsPerUnit(box.logDir))).toEqual(trials.map(() => 1));
   }, 90_000);
+});
+
+describe('a batch killed while laying its directory out', () => {
+  it('leaves no batch; --resume names the half-made layout, and a new batch on that --dir removes it', async () => {
+    const { box, work } = scratch([unit('a')]);
+    // What a kill -9 between mkdir and the rename into place leaves: a hidden sibling named by
+    // the dead prun's pid. (A pid taken from a process that has exited; the live one is kept.)
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    const left = join(work, `.fanout.prun-new-${dead.stdout}-0123abcd`);
+    const alive = join(work, `.fanout.prun-new-${process.pid}-89abcdef`);
+    for (const layout of [left, alive]) {
+      mkdirSync(join(layout, 'prompts'), { recursive: true });
+      writeFileSync(join(layout, 'plan.json'), '{"units": []}\n');
+    }
+    const resume = await prun(['batch', '--resume', 'fanout'], { env: box.env, cwd: work });
+    expect(resume.exitCode).toBe(2);
+    expect(resume.stderr).toBe(
+      `prun: not a batch directory (ENOENT): ${join(work, 'fanout')}; a prun killed while creating it left .fanout.prun-new-${dead.stdout}-0123abcd beside it, from which nothing ran: start the batch again with prun batch PLAN --dir fanout`,
+    );
+    const fresh = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: work });
+    expect(fresh.exitCode, String(fresh.stderr)).toBe(0);
+    expect(existsSync(left)).toBe(false);
+    // A layout whose prun is alive may be a batch being created right now: never touched.
+    expect(existsSync(alive)).toBe(true);
+    expect(readdirSync(work).sort()).toEqual([`.fanout.prun-new-${process.pid}-89abcdef`, 'fanout', 'plan.json']);
+  }, 60_000);
+});
+
+describe('a copied or moved batch directory', () => {
+  it('is refused on --resume (it would drive the original\'s files); the same directory through a symlink is not', async () => {
+    const { box, work } = scratch([unit('a'), unit('b', {}, '[[agy EXIT=3]]')]);
+    const first = await prun(['batch', 'plan.json', '--dir', 'quick'], { env: box.env, cwd: work });
+    expect(first.exitCode).toBe(1);
+    expect(spawnSync('cp', ['-r', 'quick', 'copy'], { cwd: work }).status).toBe(0);
+    symlinkSync('quick', join(work, 'link'));
+    const ledgerBefore = readFileSync(join(work, 'copy', 'ledger.jsonl'), 'utf8');
+    const calls = workerCalls(box.logDir).length;
+
+    const copied = await prun(['batch', '--retry-failed', 'copy'], { env: box.env, cwd: work });
+    expect(copied.exitCode).toBe(2);
+    expect(copied.stderr).toBe(
+      `prun: ${join(work, 'copy')} was copied or moved from ${join(work, 'quick')}: its ledger names files there, not here; nothing was changed (resume ${join(work, 'quick')} itself, or start a new batch from ${join(work, 'copy', 'plan.json')})`,
+    );
+    expect(readFileSync(join(work, 'copy', 'ledger.jsonl'), 'utf8')).toBe(ledgerBefore);
+    expect(workerCalls(box.logDir)).toHaveLength(calls);
+
+    const linked = await prun(['batch', '--retry-failed', 'link'], { env: box.env, cwd: work });
+    expect(linked.exitCode, String(linked.stderr)).toBe(0);
+    expect(latestStatus(join(work, 'quick'))).toEqual({ a: 'done', b: 'done' });
+  }, 60_000);
 });

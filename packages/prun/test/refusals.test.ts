@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { prun, prunBin, sandbox, workerCalls, type Sandbox } from './helpers.js';
+import { prun, prunBin, sandbox, workerCalls, workerStarts, type Sandbox } from './helpers.js';
 
 let box: Sandbox;
 beforeAll(() => {
@@ -61,13 +61,16 @@ describe('prun batch refuses before the first worker starts', () => {
     const run = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: { ...box.env, ...env }, cwd: dir });
     expectRefused(run, `unit u1: the dispatcher would refuse it: ${fragment}`);
     expect(listing(dir)).toEqual(['plan.json']);
-    expect(workerCalls(box.logDir)).toHaveLength(0);
+    expect(workerStarts(box.logDir)).toEqual({});
   });
 
   it('plan and input problems, each naming the field or path', async () => {
     const cases: Array<[string, unknown[] | null, string[], string, (dir: string) => void]> = [
       ['an id starting with a dash', [unit('-x')], [], 'plan field units[0](id -x).id: the dispatcher refuses it: --unit-id must not start with a dash', () => {}],
       ['a 300-character id', [unit('x'.repeat(300))], [], 'must be at most 211 characters', () => {}],
+      // 211 fits the state dir, but results/<id>.md's publication temp name would not fit a file name.
+      ['a 205-character id', [unit('x'.repeat(205))], [], `unit ${'x'.repeat(205)}: the dispatcher would refuse it: result file name is 1 byte(s) too long to publish`, () => {}],
+      ['a 211-character id', [unit('x'.repeat(211))], [], 'the dispatcher would refuse it: result file name is 7 byte(s) too long to publish', () => {}],
       ['a prompt_file that is /dev/zero', [{ id: 'z', prompt_file: '/dev/zero' }], [], 'plan field units[0](id z).prompt_file: /dev/zero is not a regular file', () => {}],
       ['a prompt_file over the bound', [{ id: 'big', prompt_file: 'big.md' }], ['big.md'], 'big.md is larger than 1048576 bytes', (dir) => writeFileSync(join(dir, 'big.md'), 'x'.repeat(1024 * 1024 + 1))],
       ['a missing add_dir', [unit('a', { mode: 'plan', add_dirs: ['nope'] })], [], 'unit a: the dispatcher would refuse it: add_dirs entry is not an existing directory: ', () => {}],
@@ -80,7 +83,7 @@ describe('prun batch refuses before the first worker starts', () => {
       expectRefused(run, fragment);
       expect(listing(dir), what).toEqual(['plan.json', ...extra].sort());
     }
-    expect(workerCalls(box.logDir)).toHaveLength(0);
+    expect(workerStarts(box.logDir)).toEqual({});
   });
 
   it('a plan that is a FIFO is refused at once, not waited on', async () => {
@@ -110,7 +113,7 @@ describe('prun batch refuses before the first worker starts', () => {
       expect(listing(dir), target).toEqual(before);
     }
     expect(existsSync('/proc/nope')).toBe(false);
-    expect(workerCalls(box.logDir)).toHaveLength(0);
+    expect(workerStarts(box.logDir)).toEqual({});
   });
 
   it.skipIf(!canUnshare)('a read-only parent directory (EROFS) is a usage error and leaves nothing', async () => {
@@ -160,4 +163,26 @@ describe('prun batch refuses before the first worker starts', () => {
     expect(listing(dir)).toEqual(before);
     expect(workerCalls(box.logDir)).toHaveLength(calls);
   }, 30_000);
+});
+
+describe('an empty DIR', () => {
+  it('is refused (it would mean the working directory), for a new batch and for --resume', async () => {
+    const dir = caseDir();
+    const fresh = await prun(['batch', 'plan.json', '--dir', ''], { env: box.env, cwd: dir });
+    expectRefused(fresh, '--dir must not be empty');
+    const resume = await prun(['batch', '--resume', ''], { env: box.env, cwd: dir });
+    expectRefused(resume, 'the batch directory must not be empty');
+    expect(listing(dir)).toEqual(['plan.json']);
+  });
+});
+
+describe('the unit id bound', () => {
+  it('the longest id the README allows (204 characters) runs and publishes its result', async () => {
+    const id = 'y'.repeat(204);
+    const dir = caseDir([unit(id)]);
+    // Its own call log: the other tests count zero worker starts in the shared one.
+    const run = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: { ...box.env, FAKE_AGY_LOG_DIR: join(dir, 'agy-log') }, cwd: dir });
+    expect(run.exitCode, String(run.stderr)).toBe(0);
+    expect(readFileSync(join(dir, 'fanout', 'results', `${id}.md`), 'utf8')).toMatch(new RegExp(`^# ${id} result\n`));
+  });
 });

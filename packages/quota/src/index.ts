@@ -36,8 +36,10 @@ export {
   geminiExhaustedText,
   balanceNote,
   quotaFallbackNote,
+  QUOTA_FALLBACK_REASON,
 } from './route.js';
 export { isQuotaBlock, blockResetTimes, earliestBlockReset } from './block.js';
+export { type QuotaFallback, parseQuotaFallbackNote, hasQuotaFallbackNote } from './fallback-note.js';
 export { QUOTA_CACHE_MAX_AGE_SECONDS, type LoadOptions, type RouteForDispatchOptions, loadPoolStatesForDispatch, routeForDispatch } from './load.js';
 export {
   REFRESH_TTL_SECONDS,

@@ -64,8 +64,11 @@ export function balanceNote(from: string, to: string, own: PoolState, other: Poo
   return `MODEL-BALANCE from=${from} to=${to} reason=freer-meter own=${formatPercent(own.remaining)} other=${formatPercent(other.remaining)}`;
 }
 
+/** The `reason=` of the MODEL-FALLBACK note written when the Claude and GPT group is exhausted. */
+export const QUOTA_FALLBACK_REASON = 'claude-and-gpt-quota-exhausted';
+
 export function quotaFallbackNote(from: string, own: PoolState): string {
-  return `MODEL-FALLBACK from=${from} to=${DEFAULT_MODEL} reason=claude-and-gpt-quota-exhausted resets=${own.reset || 'later'}`;
+  return `MODEL-FALLBACK from=${from} to=${DEFAULT_MODEL} reason=${QUOTA_FALLBACK_REASON} resets=${own.reset || UNKNOWN_RESET}`;
 }
 
 /**

@@ -38,10 +38,13 @@ export function usageError(message: string, hint?: string): CliError {
   return new CliError(message, hint === undefined ? {} : { hint });
 }
 
-/** The `<bin>: ...` lines a CliError prints. */
-export function formatCliError(bin: string, error: CliError): string {
+/**
+ * The `<bin>: ...` lines a CliError prints; `label` goes before the message (job-runner passes
+ * `error: `, as its Python original prints `multi-agent: error: ...`).
+ */
+export function formatCliError(bin: string, error: CliError, label = ''): string {
   const hint = error.hint === undefined ? '' : `${bin}: hint: ${error.hint}\n`;
-  return `${bin}: ${error.message}\n${hint}`;
+  return `${bin}: ${label}${error.message}\n${hint}`;
 }
 
 /** The `version` field of a package manifest (a URL such as `new URL('../package.json', import.meta.url)`). */
@@ -109,6 +112,8 @@ function ignoreSignal(): void {
 /** What a command module exports: `main(argv)` returning (or setting) the exit code. */
 export interface CommandModule {
   main(argv: string[]): Promise<number | void> | number | void;
+  /** The command asks for RunBinOptions.exitWhenDone (so it holds under any shim that loads it). */
+  exitWhenDone?: boolean;
 }
 
 export interface RunBinOptions {
@@ -129,6 +134,16 @@ export interface RunBinOptions {
   brokenPipeExitCode?: number;
   /** The environment consulted for the debug switch (default `process.env`). */
   env?: NodeJS.ProcessEnv;
+  /** Printed before a CliError's message (see formatCliError); default none. */
+  errorLabel?: string;
+  /**
+   * End the process as soon as main resolves (after stdout and stderr have flushed), with its
+   * exit code, and treat an error thrown in an event callback with the same one catch (then end
+   * the process). For a command that keeps signal handlers in place until it is gone: leaving by
+   * the end of the event loop would remove them during Node's teardown, and a signal arriving
+   * then would get its default action (128+n instead of the decided outcome). dispatcher-agy.
+   */
+  exitWhenDone?: boolean;
 }
 
 /** `PRUN_DEBUG=1` (any non-empty value but `0`) adds the stack of an internal failure. */
@@ -157,7 +172,13 @@ function isBrokenPipe(error: unknown): boolean {
  * (or `brokenPipeExitCode` when given). Any other stream failure is an internal error (70).
  * Idempotent: runBin and commandMain both call it.
  */
-const streamState = { guarded: false, brokenPipe: false };
+const streamState: { guarded: boolean; brokenPipe: boolean; outputFinal: boolean; brokenPipeExitCode: number | undefined } = {
+  guarded: false,
+  brokenPipe: false,
+  outputFinal: false,
+  // Set by runBin or commandMain: a write to a closed pipe often fails after main has returned.
+  brokenPipeExitCode: undefined,
+};
 
 export function guardStreams(): void {
   if (streamState.guarded) return;
@@ -165,12 +186,24 @@ export function guardStreams(): void {
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (error: NodeJS.ErrnoException) => {
       if (isBrokenPipe(error)) {
-        if (stream === process.stdout) streamState.brokenPipe = true;
+        if (stream === process.stdout && !streamState.outputFinal) {
+          streamState.brokenPipe = true;
+          if (streamState.brokenPipeExitCode !== undefined) process.exitCode = streamState.brokenPipeExitCode;
+        }
         return;
       }
       process.exitCode = EXIT_INTERNAL;
     });
   }
+}
+
+/**
+ * What is written to stdout from now on is the command's final answer: a reader gone while it is
+ * written no longer counts as a broken pipe (brokenPipeExitCode is not applied; the command's
+ * exit code stands). job-runner's result block, as in its Python original.
+ */
+export function markOutputFinal(): void {
+  streamState.outputFinal = true;
 }
 
 /** Whether stdout's reader went away during this process. */
@@ -183,9 +216,9 @@ export function stdoutBroken(): boolean {
  * left to the EPIPE policy (returns true); anything else is `<bin>: internal error: <line>` and
  * exit 70. Returns whether the failure was a broken pipe.
  */
-export function reportFailure(bin: string, error: unknown, env: NodeJS.ProcessEnv = process.env): boolean {
+export function reportFailure(bin: string, error: unknown, env: NodeJS.ProcessEnv = process.env, errorLabel = ''): boolean {
   if (error instanceof CliError) {
-    process.stderr.write(formatCliError(bin, error));
+    process.stderr.write(formatCliError(bin, error, errorLabel));
     process.exitCode = error.exitCode;
     return false;
   }
@@ -200,18 +233,28 @@ export function reportFailure(bin: string, error: unknown, env: NodeJS.ProcessEn
  * `process.exitCode`, and a failure goes through `reportFailure` under the bin's own name. A bin
  * module exports this, so it behaves the same under its own shim and hosted by `prun <command>`.
  */
+export interface CommandMainOptions {
+  /** As RunBinOptions.brokenPipeExitCode, so it holds when `prun <command>` hosts the command too. */
+  brokenPipeExitCode?: number;
+  /** As RunBinOptions.errorLabel. */
+  errorLabel?: string;
+}
+
 export function commandMain(
   bin: string,
   run: (argv: string[]) => Promise<number | void> | number | void,
+  options: CommandMainOptions = {},
 ): (argv: string[]) => Promise<void> {
   return async (argv) => {
     guardStreams();
+    if (options.brokenPipeExitCode !== undefined) streamState.brokenPipeExitCode = options.brokenPipeExitCode;
     try {
       const code = await run(argv);
       if (typeof code === 'number') process.exitCode = code;
     } catch (error) {
-      reportFailure(bin, error);
+      if (reportFailure(bin, error, process.env, options.errorLabel)) streamState.brokenPipe = true;
     }
+    if (streamState.brokenPipe && options.brokenPipeExitCode !== undefined) process.exitCode = options.brokenPipeExitCode;
   };
 }
 
@@ -219,13 +262,14 @@ export function commandMain(
  * The whole life of a bin: close the debugger door, guard the streams, answer `--version`
  * without loading the command, run `main`, and catch once at the top. A CliError prints its
  * lines and sets its exit code; anything else is `<bin>: internal error: <line>` and exit 70.
- * It sets `process.exitCode` and returns; it never calls `process.exit`.
+ * It sets `process.exitCode` and returns; it calls `process.exit` only for `exitWhenDone`.
  */
 export async function runBin(options: RunBinOptions): Promise<void> {
   const argv = options.argv ?? process.argv.slice(2);
   const env = options.env ?? process.env;
   closeDebuggerDoor();
   guardStreams();
+  if (options.brokenPipeExitCode !== undefined) streamState.brokenPipeExitCode = options.brokenPipeExitCode;
   try {
     const versionFlags = options.versionFlags ?? ['--version'];
     if (argv.length === 1 && versionFlags.includes(argv[0] as string)) {
@@ -234,10 +278,71 @@ export async function runBin(options: RunBinOptions): Promise<void> {
       return;
     }
     const command = await options.load();
+    if (options.exitWhenDone === true || command.exitWhenDone === true) exitWhenDone = true;
+    if (exitWhenDone) process.on('uncaughtException', (error) => endAfterUncaught(options.name, error, env));
     const code = await command.main(argv);
     if (typeof code === 'number') process.exitCode = code;
   } catch (error) {
-    if (reportFailure(options.name, error, env)) streamState.brokenPipe = true;
+    if (reportFailure(options.name, error, env, options.errorLabel)) streamState.brokenPipe = true;
   }
   if (streamState.brokenPipe && options.brokenPipeExitCode !== undefined) process.exitCode = options.brokenPipeExitCode;
+  if (exitWhenDone) await endProcess();
+}
+
+let exitWhenDone = false;
+
+/** An error thrown in an event callback of an exitWhenDone command: the one catch, then the end. */
+function endAfterUncaught(bin: string, error: unknown, env: NodeJS.ProcessEnv): void {
+  reportFailure(bin, error, env);
+  void endProcess();
+}
+
+/**
+ * The process-ending of RunBinOptions.exitWhenDone, for a bin edge only (runBin, or a shim that
+ * hosts an exitWhenDone command without runBin): once everything written has left stdout and
+ * stderr, end with process.exitCode, keeping every signal handler in place until the process is
+ * gone. Library code never calls it.
+ */
+export async function endProcess(): Promise<never> {
+  await flushed(process.stdout);
+  await flushed(process.stderr);
+  process.exit();
+}
+
+/** Resolves once everything written so far has left the stream (async pipes on macOS). */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.destroyed || !stream.writable) {
+      resolve();
+      return;
+    }
+    stream.write('', () => resolve());
+  });
+}
+
+// C0 controls, DEL and C1 controls: no state directory a dispatcher makes holds one, and a
+// newline or an escape sequence in a name is how a line could forge protocol output.
+// U+2028 and U+2029 too: Python's `str.splitlines` ends a line at them.
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+const ESCAPED = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\\]/g;
+
+/** Does `text` hold a character that could end a line or move the cursor? */
+export function hasControlCharacter(text: string): boolean {
+  return CONTROL_CHARACTER.test(text);
+}
+
+/**
+ * Text safe to print on one line of a line protocol or a terminal: unchanged unless it holds a
+ * control character; then every control character becomes `\xHH` (line separators `\u2028`,
+ * `\u2029`) and every backslash `\\`, so a name can neither end the line (forging a
+ * `MONITOR-EVENT`, `DONE` or table line) nor move the cursor. Names without control characters
+ * print byte for byte. For text output only: JSON output keeps the real name.
+ */
+export function printable(text: string): string {
+  if (!CONTROL_CHARACTER.test(text)) return text;
+  return text.replace(ESCAPED, (ch) => {
+    if (ch === '\\') return '\\\\';
+    const code = ch.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`;
+  });
 }

@@ -198,6 +198,11 @@ export interface ReadHeadOptions {
   maxBytes: number;
   /** A longer file: `truncate` (default) returns its first maxBytes; `refuse` gives EntryTooLarge. */
   overflow?: 'truncate' | 'refuse';
+  /**
+   * Read the range from this byte on (default 0): a follower reads what was appended since its
+   * last call, still bounded by maxBytes. `truncated` then says more follows the range.
+   */
+  offset?: number;
 }
 
 function problemOf(error: unknown): HeadProblem {
@@ -217,12 +222,13 @@ function sharedBuffer(size: number): Buffer {
 }
 
 /**
- * Read the first bytes of a regular file without ever blocking or throwing. The path is
+ * Read the first bytes of a regular file (or those from `offset` on) without ever blocking or throwing. The path is
  * stat'ed, opened read-only with O_NONBLOCK and O_NOCTTY, and fstat'ed: anything but a regular
  * file is refused, so a FIFO or a device costs no wait and no side effect.
  */
 export function readHead(path: PathLike, options: ReadHeadOptions): HeadRead {
   const { maxBytes } = options;
+  const offset = options.offset ?? 0;
   const refuse = options.overflow === 'refuse';
   try {
     // A missing file is common (a sweep over thousands of units): answered without an Error.
@@ -245,7 +251,7 @@ export function readHead(path: PathLike, options: ReadHeadOptions): HeadRead {
     const buffer = sharedBuffer(want);
     let length = 0;
     while (length < want) {
-      const n = readSync(fd, buffer, length, want - length, null);
+      const n = readSync(fd, buffer, length, want - length, offset + length);
       if (n === 0) break;
       length += n;
     }

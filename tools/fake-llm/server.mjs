@@ -202,6 +202,12 @@ export function startFakeLlm(opts = {}) {
       const path = (req.url ?? '').split('?')[0];
       if (req.method === 'POST' && path.endsWith('/chat/completions')) return await completions(req, res, raw);
       requests.push({ method: req.method, path: req.url, body: raw, lastUserText: '', reply: 'other' });
+      // POST /gates/NAME/open: openGate(NAME) for whoever is not in this process (a reader in a shell).
+      const opening = /^\/gates\/([A-Za-z0-9_-]+)\/open$/.exec(path);
+      if (req.method === 'POST' && opening) {
+        gate(opening[1]).open();
+        return sendJson(res, 200, { gate: opening[1], open: true });
+      }
       if (req.method === 'GET' && path.endsWith('/models')) {
         return sendJson(res, 200, { object: 'list', data: [{ id: MODEL_ID, object: 'model', created: 0, owned_by: 'fake' }] });
       }

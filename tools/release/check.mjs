@@ -5,8 +5,10 @@
 //  2. A release tree in a temporary directory: the root manifests, .changeset/, the release
 //     tools, and each package's manifest, README and `files` (built output), as a clean
 //     clone would hold them after `pnpm build`. One extra changeset bumps @prun/unit-state,
-//     so `pnpm changeset version` always has something to do; its result is checked (every
-//     dependent's range follows the new version, each package keeps its own version).
+//     so `pnpm release:version` always has something to do; its result is checked (every
+//     dependent's range follows the new version, the versioned tree installs with
+//     `pnpm install --frozen-lockfile`). A copy with that one changeset alone must move only
+//     unit-state and its dependents (versions are independent).
 //  3. verdaccio (tools/registry, pinned) on 127.0.0.1 at a free port, its storage in the
 //     temporary directory, anonymous publish, no uplinks; the mirrored third-party tarballs
 //     (tools/registry/mirror) are published into it first.
@@ -32,7 +34,7 @@ import { checkWorkspace } from './meta.mjs';
 import { lockedPackages, publishMirror } from './mirror.mjs';
 import { runGuide } from './guide.mjs';
 import { selfTest } from './self-test.mjs';
-import { updateReadmeSizes } from './sizes.mjs';
+import { sizeDrift, updateReadmeSizes } from './sizes.mjs';
 import { dependencyOrder, readJson, root, workspacePackages } from './workspace.mjs';
 import { makePiEnv, startFakeLlm } from '../fake-llm/harness.mjs';
 
@@ -46,10 +48,17 @@ if (unknown.length > 0) {
 }
 
 const work = mkdtempSync(join(tmpdir(), 'prun-release-check-'));
+// Every bin this check starts gets a HOME of its own: the dispatcher and prun-quota refresh
+// $HOME/.claude/agy-quota-cache.json, and tools/fake-agy's payload must never land in the real one.
+const ownHome = { ...process.env, HOME: join(work, 'home'), AGY_QUOTA_CACHE: join(work, 'home', 'no-quota-snapshot.json') };
+mkdirSync(ownHome.HOME, { recursive: true });
 const fakeAgy = join(root, 'tools', 'fake-agy', 'fake-agy');
 let failures = 0;
 const children = [];
 
+// Install sizes shift by a few kB between runs (npm's lock and bookkeeping files); more than
+// this is a real change the README's table must show.
+const SIZE_TOLERANCE = 0.1;
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s`;
 function ok(text) {
@@ -192,6 +201,53 @@ function stageReleaseTree(tree) {
   );
 }
 
+/** Workspace packages that depend on `name`, directly or through another: the names a bump of it moves. */
+export function dependentsOf(name, manifests) {
+  const moved = new Set([name]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [dependent, manifest] of manifests) {
+      if (moved.has(dependent)) continue;
+      if (Object.keys(manifest.dependencies ?? {}).some((dep) => moved.has(dep))) {
+        moved.add(dependent);
+        grew = true;
+      }
+    }
+  }
+  moved.delete(name);
+  return moved;
+}
+
+/**
+ * In a copy of the release tree holding one changeset (`@prun/unit-state: minor`), versioning
+ * moves only unit-state (a minor) and what depends on it (a patch each): every package has its
+ * own version, with no fixed or linked group dragging the rest along.
+ */
+function versionsAreIndependent(tree, before) {
+  const copy = join(work, 'tree-one-changeset');
+  cpSync(tree, copy, { recursive: true });
+  const changesets = join(copy, '.changeset');
+  for (const file of readdirSync(changesets)) if (file.endsWith('.md') && file !== 'README.md') rmSync(join(changesets, file));
+  writeFileSync(join(changesets, 'only-unit-state.md'), '---\n"@prun/unit-state": minor\n---\n\nOne bump, to show which packages it moves.\n');
+  const version = runSync(join(root, 'node_modules', '.bin', 'changeset'), ['version'], { cwd: copy });
+  if (!check(version.status === 0, 'changeset version with one @prun/unit-state changeset', version.stdout + version.stderr)) return;
+  const after = new Map(workspacePackages(copy).map((pkg) => [pkg.manifest.name, pkg.manifest]));
+  const moved = [...before].filter(([name, was]) => after.get(name).version !== was).map(([name]) => name).sort();
+  const dependents = dependentsOf('@prun/unit-state', after);
+  const expected = ['@prun/unit-state', ...dependents].sort();
+  const bump = (was, now) => {
+    const [a, b] = [was, now].map((v) => v.split('.').map(Number));
+    return a[0] !== b[0] ? 'major' : a[1] !== b[1] ? 'minor' : 'patch';
+  };
+  const wrongKind = moved.filter((name) => bump(before.get(name), after.get(name).version) !== (name === '@prun/unit-state' ? 'minor' : 'patch'));
+  check(
+    JSON.stringify(moved) === JSON.stringify(expected) && wrongKind.length === 0,
+    `versions are independent: one @prun/unit-state minor moves only it and its ${dependents.size} dependents (a patch each)`,
+    `moved: ${moved.map((name) => `${name} ${before.get(name)} -> ${after.get(name).version}`).join(', ')}\nexpected to move: ${expected.join(' ')}`,
+  );
+  rmSync(copy, { recursive: true, force: true });
+}
+
 /** Files of a tarball, relative to its `package/` folder. */
 function tarballFiles(tgz) {
   const list = runSync('tar', ['-tzf', tgz]);
@@ -228,8 +284,22 @@ async function main() {
   const tree = join(work, 'tree');
   stageReleaseTree(tree);
   const before = new Map(workspacePackages(tree).map((pkg) => [pkg.manifest.name, pkg.manifest.version]));
-  const version = runSync(join(root, 'node_modules', '.bin', 'changeset'), ['version'], { cwd: tree });
-  if (!check(version.status === 0, 'pnpm changeset version', version.stdout + version.stderr)) return;
+  versionsAreIndependent(tree, before);
+  // The one command RELEASING.md gives, as the release tree's package.json defines it; the
+  // checkout's changeset bin stands in for the tree's node_modules, offline (no registry yet),
+  // and pnpm must not install the tree before running the script (it would refresh the lockfile).
+  const offline = {
+    ...process.env,
+    PATH: `${join(root, 'node_modules', '.bin')}:${process.env.PATH}`,
+    npm_config_offline: 'true',
+    pnpm_config_verify_deps_before_run: 'false',
+  };
+  const version = runSync('pnpm', ['run', 'release:version'], { cwd: tree, env: offline });
+  if (!check(version.status === 0, 'pnpm release:version', version.stdout + version.stderr)) return;
+  // What the release commit's clean clone runs first: its lockfile must match its manifests.
+  const frozen = runSync('pnpm', ['install', '--frozen-lockfile', '--offline', '--ignore-scripts'], { cwd: tree, env: offline });
+  check(frozen.status === 0, 'the versioned tree installs with pnpm install --frozen-lockfile', frozen.stdout + frozen.stderr);
+  for (const dir of [tree, ...workspacePackages(tree).map((pkg) => pkg.dir)]) rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
   const versioned = workspacePackages(tree);
   const manifests = new Map(versioned.map((pkg) => [pkg.manifest.name, pkg.manifest]));
   const unitState = manifests.get('@prun/unit-state');
@@ -324,7 +394,7 @@ async function main() {
           });
     for (const [command, argv, label] of smoke) {
       // From <prefix>/lib, `import(name)` resolves through <prefix>/lib/node_modules as a user's would.
-      const result = runSync(command, argv, { cwd: join(prefix, 'lib'), env: process.env });
+      const result = runSync(command, argv, { cwd: join(prefix, 'lib'), env: ownHome });
       check(result.status === 0, `${name}: ${label}`, result.stderr);
     }
   }
@@ -358,12 +428,15 @@ async function main() {
     const size = sizes.get(name) ?? {};
     process.stdout.write(`${name.padEnd(22)} ${formatBytes(size.tarball ?? 0).padStart(7)}   ${formatBytes(size.installed ?? 0).padStart(7)}\n`);
   }
+  const installed = new Map(names.filter((name) => sizes.get(name)?.installed !== undefined).map((name) => [name, sizes.get(name).installed]));
   if (updateReadme) {
     // Sizes are facts of the lone installs alone: written whenever every package installed.
-    const measured = names.every((name) => sizes.get(name)?.installed !== undefined);
-    if (check(measured, 'README.md package table: install sizes updated', 'not every package installed, so not every size is known')) {
-      updateReadmeSizes(new Map([...sizes].map(([name, size]) => [name, formatBytes(size.installed)])));
+    if (check(installed.size === names.length, 'README.md package table: install sizes updated', 'not every package installed, so not every size is known')) {
+      updateReadmeSizes(new Map([...installed].map(([name, bytes]) => [name, formatBytes(bytes)])));
     }
+  } else {
+    const drift = sizeDrift(readFileSync(join(root, 'README.md'), 'utf8'), installed, formatBytes, SIZE_TOLERANCE);
+    check(drift.length === 0, `README.md package table: every install size within ${SIZE_TOLERANCE * 100}% of the measured one`, `${drift.join('\n')}\nrun pnpm release:check --update-readme and commit README.md`);
   }
 }
 

@@ -53,6 +53,25 @@ export function parseGuide(text) {
   return runnable;
 }
 
+/**
+ * `prun job steer NAME` lines whose job NAME was started with a prompt that does not hold it
+ * at a `[[gate:...]]` (or `[[hang]]`): such a steer races the reply (a `[[slow]]` one ends in
+ * about four seconds) and fails with "job is not running" on a slow machine.
+ */
+export function timedSteers(blocks) {
+  const prompts = new Map();
+  const racing = [];
+  for (const block of blocks) {
+    for (const line of block.code.split('\n')) {
+      const started = /\bprun job run\b.*--name\s+(\S+)\s+(.*)$/u.exec(line);
+      if (started) prompts.set(started[1], started[2]);
+      const steer = /\bprun job steer\s+(\S+)/u.exec(line);
+      if (steer && !/\[\[(gate:[A-Za-z0-9_-]+|hang)\]\]/u.test(prompts.get(steer[1]) ?? '')) racing.push(`docs/user-guide.md:${block.line}: ${line.trim()}`);
+    }
+  }
+  return racing;
+}
+
 function normalise(line) {
   return line.replace(/\s+/gu, ' ').trim();
 }
@@ -113,6 +132,7 @@ export async function runGuide({ registry, env = {}, work, guide = GUIDE }) {
   for (const dir of [scratch, home, temp, outputs, prefix]) mkdirSync(dir, { recursive: true });
   const blocks = parseGuide(readFileSync(guide, 'utf8'));
   const control = join(work, 'control');
+  const racing = timedSteers(blocks);
 
   const script = ['set -eo pipefail', `exec 3>>${JSON.stringify(control)}`, `cd ${JSON.stringify(scratch)}`];
   blocks.forEach((block, index) => {
@@ -157,7 +177,7 @@ export async function runGuide({ registry, env = {}, work, guide = GUIDE }) {
   }
 
   const markers = readFileSync(control, 'utf8').split('\n');
-  const results = [];
+  const results = [{ ok: racing.length === 0, label: 'every job the guide steers is held at a [[gate:NAME]] while it is steered', detail: racing.join('\n') }];
   blocks.forEach((block, index) => {
     const label = `docs/user-guide.md:${block.line} ${block.code.split('\n').find((line) => line.trim() !== '' && !line.startsWith('#'))?.trim() ?? ''}`;
     if (!markers.includes(`start ${index}`)) return;

@@ -191,11 +191,42 @@ function checkChangesets(versions, write) {
   return problems;
 }
 
+// The meta package's npm name is @prun/cli (`prun` on npm is someone else's); a doc that calls
+// the package `prun` sends a reader to `npm i prun`. The bin and command stay `prun`.
+const BARE_META_NAME = [
+  /(?<!bin )`prun`,? at the (top|bottom)/u,
+  /(meta|front-door) package,? `prun`/u,
+  /`prun` (meta )?package/u,
+  /npm i(nstall)? (-g )?prun(\s|$)/u,
+];
+
+/** Lines of docs that name the meta package `prun` rather than `@prun/cli`: `file:line: text`. */
+export function bareMetaNames(files) {
+  return files.flatMap(([file, text]) =>
+    text.split('\n').flatMap((line, index, lines) => {
+      // A phrase may wrap: look at each line joined with the next.
+      const joined = `${line} ${lines[index + 1] ?? ''}`;
+      return BARE_META_NAME.some((pattern) => pattern.test(joined) && !pattern.test(lines[index + 1] ?? '')) ? [`${file}:${index + 1}: ${line.trim()}`] : [];
+    }),
+  );
+}
+
+/** The repository's own documents: README.md, RELEASING.md, docs/*.md, every package README. */
+function docFiles() {
+  const files = ['README.md', 'RELEASING.md'];
+  // A release tree (tools/release/check.mjs) holds no docs/: check what is there.
+  const docs = join(root, 'docs');
+  for (const entry of existsSync(docs) ? readdirSync(docs) : []) if (entry.endsWith('.md')) files.push(`docs/${entry}`);
+  for (const pkg of workspacePackages()) files.push(`packages/${pkg.folder}/README.md`);
+  return files.filter((file) => existsSync(join(root, file))).map((file) => [file, readFileSync(join(root, file), 'utf8')]);
+}
+
 export function checkWorkspace({ write = false } = {}) {
   const packages = workspacePackages();
   const versions = new Map(packages.map((pkg) => [pkg.manifest.name, pkg.manifest.version]));
   const mirror = mirroredVersions();
   const problems = checkChangesets(versions, write);
+  for (const line of bareMetaNames(docFiles())) problems.push(`${line}: the meta package is @prun/cli (its bin is prun)`);
   for (const pkg of packages) {
     const result = checkPackage(pkg, versions, mirror);
     if (write && !sameJson(result.manifest, pkg.manifest)) {

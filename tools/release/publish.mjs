@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `pnpm release`: publish every package whose current version is not yet on the registry,
 // each after the workspace packages it depends on, with `pnpm publish`. Versions come from
-// `pnpm changeset version` (run it first and commit); each package has its own version.
+// `pnpm release:version` (run it first and commit); each package has its own version.
 // See RELEASING.md.
 //
 //   pnpm release [--dry-run] [--registry URL] [--tag TAG] [--provenance] [--allow-dirty] [--no-build]
@@ -76,7 +76,7 @@ export async function release(argv, { env = process.env, out = process.stdout } 
 
   const pending = pendingChangesets();
   if (pending.length > 0) {
-    throw new ReleaseError(`${pending.length} changeset(s) not yet applied (${pending.slice(0, 3).join(', ')}): run pnpm changeset version and commit first`);
+    throw new ReleaseError(`${pending.length} changeset(s) not yet applied (${pending.slice(0, 3).join(', ')}): run pnpm release:version and commit first`);
   }
   if (!values['allow-dirty'] && !dryRun) {
     const status = run('git', ['status', '--porcelain'], { cwd: root });

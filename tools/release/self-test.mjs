@@ -1,12 +1,12 @@
 // The release tools' own decisions, checked on small made-up inputs before the round trip
 // trusts them: a checker that accepts everything would make every round trip pass.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkPackage, staleOutputs } from './meta.mjs';
-import { outputMatches, parseGuide } from './guide.mjs';
-import { withSizes } from './sizes.mjs';
+import { bareMetaNames, checkPackage, staleOutputs } from './meta.mjs';
+import { GUIDE, outputMatches, parseGuide, timedSteers } from './guide.mjs';
+import { parseSize, sizeDrift, withSizes } from './sizes.mjs';
 import { dependencyOrder, expectedMetadata } from './workspace.mjs';
 
 export function selfTest() {
@@ -21,6 +21,16 @@ export function selfTest() {
   // Guide blocks: sh blocks run; the bare block right after is their output; others are not.
   const blocks = parseGuide('```sh\n# in the root of your prun checkout\nexport A=1\n```\n\n```\nout\n```\ntext\n```json\n{}\n```\n```sh\nls\n```\nprose\n```\nnot output\n```\n');
   assert.deepEqual(blocks.map((b) => [b.code, b.expected, b.inCheckout]), [['# in the root of your prun checkout\nexport A=1', ['out'], true], ['ls', null, false]]);
+
+  // A steer must not race the steered job's reply; the guide's own steers do not.
+  const steers = (prompt) => timedSteers(parseGuide(`\`\`\`sh\nprun job run --background --name one "${prompt}"\nprun job steer one "x"\n\`\`\`\n`));
+  assert.equal(steers('[[slow]] tell me').length, 1);
+  assert.deepEqual(steers('[[gate:one]] tell me'), []);
+  assert.deepEqual(timedSteers(parseGuide(readFileSync(GUIDE, 'utf8'))), []);
+
+  // The documented fake-agy run never refreshes the reader's real quota snapshot.
+  const fakeAgyExample = /```sh\n([\s\S]*?)```/u.exec(readFileSync(join(GUIDE, '..', '..', 'tools', 'fake-agy', 'README.md'), 'utf8'))[1];
+  assert.match(fakeAgyExample, /\bHOME=\/tmp\//u, 'tools/fake-agy/README.md: its example must set HOME to a scratch dir');
 
   // The manifest check flags what breaks an install or bloats one.
   const dir = mkdtempSync(join(tmpdir(), 'prun-release-self-test-'));
@@ -48,6 +58,9 @@ export function selfTest() {
     rmSync(dir, { recursive: true, force: true });
   }
 
+  // Docs naming the meta package: `prun` is the bin, @prun/cli the package.
+  assert.deepEqual(bareMetaNames([['d.md', '(`@prun/kit` at the bottom, `prun` at the\ntop)\nrun `prun batch`\n`@prun/cli` with its bin `prun` at the top\n']]), ['d.md:1: (`@prun/kit` at the bottom, `prun` at the']);
+
   // Publishing order: dependencies first.
   const pkg = (name, deps = {}) => ({ manifest: { name, dependencies: deps } });
   const order = dependencyOrder([pkg('cli', { mon: '^1.0.0', kit: '^1.0.0' }), pkg('mon', { kit: '^1.0.0' }), pkg('kit')]).map((p) => p.manifest.name);
@@ -58,4 +71,10 @@ export function selfTest() {
   const once = withSizes(table, new Map([['@prun/a', '1 MB']]));
   assert.equal(once, '| package | bin | install size | what |\n| --- | --- | --: | --- |\n| [`@prun/a`](x) | `a` | 1 MB | A. |\n');
   assert.equal(withSizes(once, new Map([['@prun/a', '2 MB']])), once.replace('1 MB', '2 MB'));
+  // ...and a drift beyond the tolerance is flagged, a small one is not.
+  assert.equal(parseSize('1.5 MB'), 1.5 * 1024 * 1024);
+  const mb = 1024 * 1024;
+  assert.deepEqual(sizeDrift(once, new Map([['@prun/a', 1.05 * mb]]), String), []);
+  assert.equal(sizeDrift(once, new Map([['@prun/a', 1.3 * mb]]), String).length, 1);
+  assert.equal(sizeDrift(table, new Map([['@prun/a', mb]]), String).length, 1, 'no size column at all is a drift');
 }

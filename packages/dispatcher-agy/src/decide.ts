@@ -3,7 +3,8 @@
  * and what to publish once the worker is gone. No I/O here; run.ts does that.
  */
 import { parseJsonLenient } from '@prun/quota';
-import { PY_WHITESPACE_RUN, pyStrip, splitLines as pySplitlinesKit } from '@prun/kit/py';
+import { EXIT_TEMPFAIL } from '@prun/kit/cli';
+import { PY_WHITESPACE_RUN, pyStrip, splitLines as pySplitlinesKit, splitUniversalLines } from '@prun/kit/py';
 import { resultShapeLines } from '@prun/unit-state';
 import { z } from 'zod';
 import type { Mode } from './args.js';
@@ -90,12 +91,8 @@ export interface StreamReading {
   error: string | null;
 }
 
-/** Python's universal-newline line split (a final terminator does not add an empty line). */
-export function splitLines(text: string): string[] {
-  const lines = text.split(/\r\n|\r|\n/);
-  if (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
-  return lines;
-}
+/** Python's universal-newline line split, as a text-mode read of the capture sees it (kit's). */
+export { splitUniversalLines as splitLines };
 
 /** An init event that names a conversation (a blank id does not count). */
 const InitEventSchema = z.object({
@@ -116,7 +113,7 @@ const ResultEventSchema = z.object({
  */
 export function readEventStream(text: string): StreamReading {
   const reading: StreamReading = { conversationId: null, status: null, response: null, error: null };
-  for (const line of splitLines(text)) {
+  for (const line of splitUniversalLines(text)) {
     let event: unknown;
     try {
       // Python's json.loads takes NaN and ±Infinity; read as null, they change no field here.
@@ -160,7 +157,7 @@ export function failureReason(status: string | null, error: string | null): stri
 }
 
 /** Exit code when an earlier worker still holds the working directory: a temporary refusal (EX_TEMPFAIL, as quota's). */
-export const BUSY_EXIT = 75;
+export const BUSY_EXIT = EXIT_TEMPFAIL;
 
 /** How the worker's run ended, as the dispatcher saw it. */
 export type WorkerEnd =

@@ -10,6 +10,9 @@
  *                              lock the whole worker tree then holds, reports on fd 3
  *   unshare ... --kill-child   (isolation) a new PID namespace with its own /proc; its child
  *                              dies with it
+ *   setpriv --no-new-privs ... (isolation) drops every capability once /proc is mounted: with
+ *                              CAP_SYS_ADMIN (root, or any uid inside a user namespace) the
+ *                              worker could unmount its /proc and see the host's again
  *   perl INIT                  (isolation) PID 1 of the namespace: starts agy as PID 2, reports
  *                              its exact exit status on fd 3; when it exits the kernel kills
  *                              every process left in the namespace, setsid'd ones included
@@ -163,6 +166,13 @@ exit 0;
 
 const PID_NAMESPACE_FLAGS = ['--pid', '--fork', '--mount-proc', '--kill-child'];
 
+/**
+ * Runs inside the namespace, after unshare mounted its /proc and before the init: no
+ * capability survives the next exec (an empty bounding and inheritable set leave even uid 0
+ * with none) and no setuid program can give one back. The uid, files and network are unchanged.
+ */
+export const DROP_CAPABILITIES = ['setpriv', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--'];
+
 /** The unshare spellings to try, in order: as root no user namespace is needed. */
 export function unshareCandidates(isRoot: boolean): string[][] {
   const asUser = [
@@ -194,7 +204,7 @@ export function planLaunch(setting: IsolationSetting, platform: NodeJS.Platform,
   const candidates = unshareCandidates(isRoot);
   if (platform === 'linux' && setting !== 'off') {
     const first = candidates[0]!;
-    if (run(['setpriv', '--pdeathsig', 'KILL', '--', ...first, '--', ...perl]).ok) {
+    if (run(['setpriv', '--pdeathsig', 'KILL', '--', ...first, '--', ...DROP_CAPABILITIES, ...perl]).ok) {
       return { isolation: { kind: 'pid', unshare: first }, parentDeath: true, launcher: true };
     }
   }
@@ -205,7 +215,7 @@ export function planLaunch(setting: IsolationSetting, platform: NodeJS.Platform,
   if (!launcher) return { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, parentDeath, launcher };
   const failures: string[] = [];
   for (const unshare of candidates) {
-    const probe = run([...unshare, '--', ...perl]);
+    const probe = run([...unshare, '--', ...DROP_CAPABILITIES, ...perl]);
     if (probe.ok) return { isolation: { kind: 'pid', unshare }, parentDeath, launcher };
     failures.push(probe.why);
   }
@@ -217,7 +227,7 @@ export function planLaunch(setting: IsolationSetting, platform: NodeJS.Platform,
 export function isolationRecord(plan: LaunchPlan): string {
   const lines =
     plan.isolation.kind === 'pid'
-      ? ['isolation: pid', `mechanism: ${plan.isolation.unshare.join(' ')}`]
+      ? ['isolation: pid', `mechanism: ${plan.isolation.unshare.join(' ')}`, 'capabilities: none']
       : ['isolation: none', `reason: ${plan.isolation.reason}`];
   lines.push(`parent-death: ${plan.parentDeath ? `setpriv --pdeathsig ${plan.isolation.kind === 'pid' ? 'KILL' : 'TERM'}` : 'none'}`);
   lines.push(`directory-lock: ${plan.launcher ? 'flock' : 'none'}`);
@@ -235,7 +245,7 @@ export interface LaunchInput {
 /** The command line that starts the worker under `plan`. */
 export function launchArgv(plan: LaunchPlan, input: LaunchInput): string[] {
   if (!plan.launcher) return [...input.command];
-  const wrap = plan.isolation.kind === 'pid' ? [...plan.isolation.unshare, '--', 'perl', '-e', INIT_SCRIPT, '--'] : [];
+  const wrap = plan.isolation.kind === 'pid' ? [...plan.isolation.unshare, '--', ...DROP_CAPABILITIES, 'perl', '-e', INIT_SCRIPT, '--'] : [];
   const launcher = ['perl', '-e', LAUNCHER_SCRIPT, '--', String(input.dispatcherPid), input.lockDir, String(wrap.length), ...wrap, ...input.command];
   // The keeper (no namespace) must clean up when the dispatcher dies, so it gets a signal it
   // can handle; in a namespace, SIGKILL to unshare ends everything.

@@ -289,6 +289,9 @@ describe('Python int()', () => {
     ['1.5', null],
     ['', null],
     ['0x10', null],
+    // python3 strips only ASCII and non-ASCII whitespace before int(): \x1c-\x1f stay and refuse.
+    ['\x1c1', null],
+    ['1\x85', 1n],
   ])('%j -> %s', (text, expected) => {
     expect(parsePythonInt(text)).toBe(expected);
   });

@@ -35,6 +35,7 @@ const SECRETS: Record<string, string> = {
 interface HostileReport {
   pid: number;
   ppid: number;
+  umount: string;
   visible: { pid: number; cmdline: string }[];
   environ: Record<string, string>;
   kills: Record<string, string>;
@@ -72,6 +73,8 @@ describe.concurrent('a hostile worker', () => {
     const taken = await portTaken();
     const { run, report, text } = await hostileRun({ PRUN_ISOLATE: 'pid' });
     expect(run.code).toBe(0);
+    // Its /proc cannot be unmounted to uncover the host's: the worker keeps no capability.
+    expect(report.umount).toMatch(/^error: .*superuser|^error: .*not permitted/);
     expect(leakedSecrets(text)).toEqual([]);
     const dispatcherPid = Number(readState(run.stateDir, 'dispatch-pid'));
     // Only the namespace's own processes: its init and the worker (no node running the dispatcher).
@@ -80,8 +83,36 @@ describe.concurrent('a hostile worker', () => {
     // The dispatcher's pid, read from the state directory, names no process the worker can signal.
     expect(report.kills[String(dispatcherPid)]).toBe('error: ESRCH');
     if (!taken) expect(report.inspector).not.toBe('connected');
-    expect(readState(run.stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare .*--pid --fork --mount-proc --kill-child\n/);
+    expect(readState(run.stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare .*--pid --fork --mount-proc --kill-child\ncapabilities: none\n/);
   });
+
+  // review12: as root the worker once kept CAP_SYS_ADMIN, and a shell worker that unmounted
+  // its fresh /proc saw the host's processes and read the dispatcher's environment.
+  test.skipIf(noNamespace !== null)(
+    `with isolation cannot unmount its /proc to read the dispatcher's environment${noNamespace ? ` (skipped: ${noNamespace})` : ''}`,
+    async () => {
+      const root = pool.root();
+      const report = join(root.dir, 'uncover.txt');
+      const agy = join(root.dir, 'agy-uncover');
+      writeFileSync(
+        agy,
+        [
+          '#!/bin/sh',
+          `case "$*" in --version|models|*/usage*) exec "${FAKE_AGY}" "$@";; esac`,
+          `{ umount -l /proc && echo "umount: ok"; ls /proc | grep -c '^[0-9]'; cat /proc/[0-9]*/environ; } > "${report}" 2>&1`,
+          `exec "${FAKE_AGY}" "$@"`,
+          '',
+        ].join('\n'),
+      );
+      chmodSync(agy, 0o755);
+      const run = await root.run({ env: { PRUN_ISOLATE: 'pid', ANTIGRAVITY_BIN: agy, ...SECRETS } });
+      expect(run.code).toBe(0);
+      expect(existsSync(report)).toBe(true);
+      const text = readFileSync(report, 'utf8');
+      expect(leakedSecrets(text).length > 0 ? 'the dispatcher environment leaked' : 'no leak').toBe('no leak');
+      expect(text).not.toContain('umount: ok');
+    },
+  );
 
   test('with PRUN_ISOLATE=off reads the dispatcher environment (what isolation prevents), but opens no inspector', async () => {
     const taken = await portTaken();

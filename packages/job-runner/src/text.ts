@@ -1,6 +1,6 @@
 // Small text and file helpers shared by the commands and the runner.
 import { closeSync, openSync, readFileSync, rmSync, appendFileSync } from 'node:fs';
-import { writeFileAtomic } from '@prun/kit/fs';
+import { removeStaleTemps, writeFileAtomic } from '@prun/kit/fs';
 import { pyJsonLoads } from '@prun/kit/py';
 
 export function readText(path: string): string | undefined {
@@ -40,6 +40,15 @@ export function readInt(path: string): number | undefined {
  */
 export function writeAtomic(path: string, text: string): void {
   writeFileAtomic(path, text, { durable: false, createParent: false });
+}
+
+/**
+ * Remove the temporary files `writeAtomic` writers left in `dir` when they were killed mid-write
+ * (their pid is dead); a live writer's file is kept. Called as a run starts, with the job's lock
+ * held, so a killed run's temporary file does not stay forever.
+ */
+export function removeDeadWritersTemps(dir: string): void {
+  removeStaleTemps(dir);
 }
 
 export function removeFile(path: string): void {

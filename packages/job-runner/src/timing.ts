@@ -1,3 +1,4 @@
+import { pyFloat } from '@prun/kit/py';
 import { CommandError } from './errors.js';
 
 /** The waits of the original, all multiplied by MULTI_AGENT_TIME_SCALE (tests make them short). */
@@ -45,16 +46,9 @@ export function timingsFromEnv(env: NodeJS.ProcessEnv): Timings {
   return timingsFor(parseTimeScale(env['MULTI_AGENT_TIME_SCALE']));
 }
 
-/** Python's float(): optional sign, digits with an optional fraction and exponent, spaces around; also inf/nan. */
+/** Python's float() of a str (kit's pyFloat), undefined where Python raises ValueError. */
 export function parseFloatStrict(text: string): number | undefined {
-  const trimmed = text.trim();
-  // A run of digits may hold single underscores between digits, as in Python.
-  if (/^[+-]?(\d(_?\d)*(\.(\d(_?\d)*)?)?|\.\d(_?\d)*)([eE][+-]?\d(_?\d)*)?$/.test(trimmed)) {
-    return Number(trimmed.replace(/_/g, ''));
-  }
-  if (/^[+-]?(inf|infinity)$/i.test(trimmed)) return trimmed.startsWith('-') ? -Infinity : Infinity;
-  if (/^[+-]?nan$/i.test(trimmed)) return Number.NaN;
-  return undefined;
+  return pyFloat(text) ?? undefined;
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -2,11 +2,11 @@
 // bounded memory; the environment reaches pi exactly as given; pi holds none of the runner's
 // descriptors; and SIGUSR1 opens no inspector in any long-lived prun-job process.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BIN, fields, makeWorld, processesOf, until, type World } from './helpers.js';
+import { BIN, fields, makeWorld, processesOf, until, useFakeLlm, type World } from './helpers.js';
 import { socketPath } from '../src/index.js';
 
 const STAND_IN = fileURLToPath(new URL('./fixtures/stand-in-pi.mjs', import.meta.url));
@@ -70,6 +70,28 @@ describe('what pi gets from the runner', () => {
     expect(seen.fds['3']).toBe('/dev/null');
     expect(seen.fds['4']).toBe('/dev/null');
     expect(Object.values(seen.fds).filter((target) => target.endsWith('/lock'))).toEqual([]);
+  });
+});
+
+describe('what the real pi gets from the runner', () => {
+  // The stand-in above is started directly; the real pi is started through its launcher
+  // (tools/pi/pi), which must not lose names a shell cannot hold either.
+  const { fresh: freshPi } = useFakeLlm();
+  it('a dotted and a dashed environment name reach the pinned pi itself', async () => {
+    const w = freshPi();
+    const environ = join(w.root, 'pi-environ');
+    const exe = join(w.root, 'pi-exe');
+    // The bash tool's shell is pi's child: its parent's environ is pi's own.
+    const probe = `tr '\\0' '\\n' < /proc/$PPID/environ > ${environ}; readlink /proc/$PPID/exe > ${exe}; echo probed`;
+    const r = await w.job(['run', '--name', 'realenv', `[[bash:${probe}]]`], { env: { 'my.var': 'dotted-ok', 'a-b': 'dash-ok' } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^TOOL-RESULT: probed\n/);
+    // pi renames its process title, so it is known by its runtime: the pinned Node 22.
+    expect(readFileSync(exe, 'utf8').trim()).toBe(realpathSync(NODE22));
+    const names = readFileSync(environ, 'utf8').split('\n');
+    expect(names).toContain(`MULTI_AGENT_JOB=${w.jobDir('realenv')}`);
+    expect(names).toContain('my.var=dotted-ok');
+    expect(names).toContain('a-b=dash-ok');
   });
 });
 

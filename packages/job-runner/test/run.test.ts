@@ -1,7 +1,7 @@
 // Runs against the real pi and the fake model server: foreground and background runs, wait,
 // result, status, list, peek, resume of the same session, and --fork.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fields, SEED, until, useFakeLlm, type RunResult, type World } from './helpers.js';
@@ -65,6 +65,27 @@ describe('run in the foreground', () => {
     expect(bad.code).toBe(1);
     expect(fields(bad.stdout).status).toBe('failed');
     expect(bad.stdout).toMatch(/^error: .*400/m);
+  });
+});
+
+/** The pid of a process that has exited (and been reaped): no live writer has it. */
+function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+  return new Promise((resolve) => child.on('exit', () => resolve(child.pid!)));
+}
+
+describe('a writer killed mid-write', () => {
+  it("leaves a temporary file that the job's next run removes; a live writer's is kept", async () => {
+    const w = fresh();
+    expect((await w.job(['run', '--name', 'tmp', 'first-run'])).code).toBe(0);
+    // The names writeAtomic (@prun/kit/fs) gives its temporary files: `.<file>.prun-<pid>-<nonce>.tmp`.
+    const dead = join(w.jobDir('tmp'), `.status.prun-${await deadPid()}-0123456789abcdef.tmp`);
+    const live = join(w.jobDir('tmp'), `.status.prun-${process.pid}-fedcba9876543210.tmp`);
+    writeFileSync(dead, 'runn');
+    writeFileSync(live, 'runn');
+    expect((await w.job(['resume', 'tmp', 'second-run'])).code).toBe(0);
+    expect(existsSync(dead)).toBe(false);
+    expect(existsSync(live)).toBe(true);
   });
 });
 

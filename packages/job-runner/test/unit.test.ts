@@ -61,7 +61,10 @@ describe('argument parsing', () => {
     // Python's float() takes single underscores between digits.
     expect(parseSeconds('1_000', '--timeout')).toBe(1000);
     expect(parseSeconds('1_0.2_5e0_1', '--timeout')).toBe(102.5);
-    for (const bad of ['1__0', '_1', '1_', '1_.5', '1._5']) {
+    // As python3's float(): NEL around the number is space, Unicode digits count, U+FEFF is no space.
+    expect(parseSeconds('1\x85', '--timeout')).toBe(1);
+    expect(parseSeconds('\u0661\u0662', '--timeout')).toBe(12);
+    for (const bad of ['1__0', '_1', '1_', '1_.5', '1._5', '\ufeff1', '1\x1c']) {
       expect(() => parseSeconds(bad, '--timeout')).toThrow(/--timeout needs a number of seconds/);
     }
     // `wait` takes inf as the original does: no limit.
@@ -95,6 +98,8 @@ describe('argument parsing', () => {
     expect(parseTimeScale('0.5')).toBe(0.5);
     expect(() => parseTimeScale('0')).toThrow(/MULTI_AGENT_TIME_SCALE/);
     expect(() => parseTimeScale('x')).toThrow(/MULTI_AGENT_TIME_SCALE/);
+    expect(() => parseTimeScale('\ufeff1')).toThrow(/MULTI_AGENT_TIME_SCALE/);
+    expect(parseTimeScale('\u0660.5\xa0')).toBe(0.5);
   });
   it('enforces the depth limit from the environment', () => {
     expect(checkDepth({})).toBe(1);

@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, test } from 'vitest';
 import {
   CliError,
+  hasControlCharacter,
+  printable,
   EXIT_INTERNAL,
   colourWanted,
   formatCliError,
@@ -197,4 +199,21 @@ describe('closeDebuggerDoor', () => {
       expect(open.code).toBe(0);
     });
   }
+});
+
+describe('printable', () => {
+  test('leaves names without control characters byte for byte', () => {
+    for (const name of ['prun-task-1a2b-u1-42-0123456789abcdef', 'a b', 'back\\slash', 'état', '']) {
+      expect(printable(name)).toBe(name);
+      expect(hasControlCharacter(name)).toBe(false);
+    }
+  });
+
+  test('escapes control characters (and then backslashes) so no name ends a line', () => {
+    expect(printable('a\nMONITOR-EVENT all-done')).toBe('a\\x0aMONITOR-EVENT all-done');
+    expect(printable('x\r\u001b[1A\\')).toBe('x\\x0d\\x1b[1A\\\\');
+    expect(printable('p\u0085q\u2028r\u007f')).toBe('p\\x85q\\u2028r\\x7f');
+    expect(printable('a\nb')).not.toMatch(/[\n\r]/);
+    expect(printable('prun-task-abc\nUNIT fake done')).toBe('prun-task-abc\\x0aUNIT fake done');
+  });
 });

@@ -11,13 +11,17 @@ import {
   isPyPrintable,
   pyErrorName,
   pyExceptionName,
+  pyFloat,
   pyFloatRepr,
+  pyInt,
   pyJsonDumps,
   pyJsonLoads,
+  pyListRepr,
   pyRepr,
   pySplit,
   pyStrip,
   splitLines,
+  splitUniversalLines,
 } from '@prun/kit/py';
 
 const python = which('python3');
@@ -65,6 +69,28 @@ const value = fc.letrec<{ value: unknown }>((tie) => ({
   ),
 })).value;
 
+// Text that int() and float() might take: digits (ASCII, Arabic-Indic, fullwidth, mathematical),
+// signs, points, exponents, underscores, the inf/nan words, and the edge of their whitespace set.
+const NUMBER_PIECES = [
+  ...'0123456789', '_', '__', '.', 'e', 'E', '+', '-', ' ', '\t', '\n', '\x0b', '\x1c', '\x1f', '\x85', '\xa0',
+  '\u2028', '\u3000', '\ufeff', '\x7f', '\u0660', '\u0669', '\uff11', '\u{1d7ce}', '\u{1d7ff}', '\u00b2', 'inf',
+  'INFINITY', 'nan', 'x', 'i', 'n',
+];
+const numberText = fc.oneof(
+  fc.array(fc.constantFrom(...NUMBER_PIECES), { maxLength: 8 }).map((pieces) => pieces.join('')),
+  fc.tuple(fc.constantFrom('', ' ', '\x85', '\x1c', '\ufeff', '\u3000'), fc.double({ noNaN: false }), fc.constantFrom('', '\n', '\xa0', '\x1f'))
+    .map(([before, n, after]) => before + String(n) + after),
+  fc
+    .tuple(
+      fc.constantFrom('', ' ', '\x85', '\x1c', '\ufeff', '\t'),
+      fc.constantFrom('', '+', '-'),
+      fc.array(fc.constantFrom('0', '7', '\u0663', '\uff19', '\u{1d7d8}', '_'), { minLength: 1, maxLength: 6 }),
+      fc.constantFrom('', '', '.', '.5', 'e3', 'e_1', ' ', '\u3000', '\x1e'),
+    )
+    .map(([before, sign, digits, after]) => before + sign + digits.join('') + after),
+  text,
+);
+
 const HOMES = [null, '/home/u', '/home/u/', '/', '', '//'];
 const PATHS = ['~', '~/', '~/a/b', '~root', '~root/x', '~no-such-user-kit/x', 'a~', '/~', '~//x', ''];
 
@@ -73,6 +99,11 @@ interface Answers {
   split: string[][];
   splitlines: string[][];
   repr: string[];
+  listrepr: Array<[string, string[]]>;
+  universal: string[][];
+  int: Array<string | null>;
+  float: Array<string | null>;
+  numberunassigned: string[][];
   unassigned: string[][];
   dumps: string[][];
   expanduser: string[];
@@ -81,6 +112,8 @@ interface Answers {
 
 const strings = fc.sample(text, { numRuns: RUNS, seed });
 const values = fc.sample(value, { numRuns: RUNS, seed });
+const numbers = fc.sample(numberText, { numRuns: RUNS * 2, seed });
+const lists = fc.sample(fc.array(text, { maxLength: 4 }), { numRuns: RUNS, seed });
 const errnos = Object.keys(osConstants.errno);
 const homeCases = HOMES.flatMap((home) => PATHS.map((path) => ({ home, path })));
 let answers: Answers;
@@ -94,7 +127,7 @@ function transport(item: unknown): string {
 beforeAll(() => {
   if (python === null) return;
   const result = spawnSync(python, [oracle], {
-    input: transport({ strings, values, expanduser: homeCases, errnos }),
+    input: transport({ strings, lists, numbers, values, expanduser: homeCases, errnos }),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -114,6 +147,11 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
   test('pySplit is str.split()', () => each(strings, answers.split, pySplit));
   test('splitLines is str.splitlines()', () => each(strings, answers.splitlines, splitLines));
 
+  test('splitUniversalLines is a text-mode read: io.StringIO(s, newline=None) line by line', () => {
+    each(strings, answers.universal, splitUniversalLines);
+    expect(splitUniversalLines('a\r\nb\rc\nd\x85e\u2028f\x0bg\r')).toEqual(['a', 'b', 'c', 'd\x85e\u2028f\x0bg']);
+  });
+
   test('pyRepr is repr(str), NEL, NBSP, ZWSP and U+007F escaped as Python does', () => {
     let compared = 0;
     strings.forEach((input, index) => {
@@ -125,6 +163,38 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
     });
     expect(compared).toBeGreaterThan(RUNS / 2);
     expect(pyRepr('\x85\xa0\u200b\x7f')).toBe("'\\x85\\xa0\\u200b\\x7f'");
+  });
+
+  test('pyListRepr is repr(list of str)', () => {
+    let compared = 0;
+    lists.forEach((input, index) => {
+      const [expected, unassigned] = answers.listrepr[index] as [string, string[]];
+      if (unassigned.some((c) => isPyPrintable(c))) return;
+      compared += 1;
+      expect(pyListRepr(input), `seed ${seed}, input ${JSON.stringify(input)}`).toBe(expected);
+    });
+    expect(compared).toBeGreaterThan(RUNS / 2);
+    expect(pyListRepr(['a\x85b', '\xa0', '\u200b', "it's"])).toBe(`['a\\x85b', '\\xa0', '\\u200b', "it's"]`);
+    expect(pyListRepr([])).toBe('[]');
+  });
+
+  test('pyInt is int(str) and pyFloat is float(str)', () => {
+    numbers.forEach((input, index) => {
+      // A digit newer than this Python's Unicode tables is a digit here and refused there.
+      if ((answers.numberunassigned[index] ?? []).some((c) => /\p{Nd}/u.test(c))) return;
+      const where = `seed ${seed}, input ${JSON.stringify(input)}`;
+      const int = pyInt(input);
+      expect(int === null ? null : String(int), where).toBe(answers.int[index]);
+      const float = pyFloat(input);
+      expect(float === null ? null : pyFloatRepr(float), where).toBe(answers.float[index]);
+    });
+    expect(answers.int.filter((answer) => answer !== null).length).toBeGreaterThan(RUNS / 10);
+    expect(answers.float.filter((answer) => answer !== null).length).toBeGreaterThan(RUNS / 5);
+    // python3 strips less than str.strip() here: \x1c-\x1f (and U+FEFF) make the text invalid.
+    expect(['1_0', ' +7\xa0', '1__0', '_1', '1.0', '\x1c1', '\ufeff1', '\u0663'].map(pyInt)).toEqual([10n, 7n, null, null, null, null, null, 3n]);
+    expect(['\ufeff1', '1\x85', '\u0661\u0662', '1\x1c', '1_0.5', '1._5', '.5', '1.e5', '-iNfinity', '+nan', 'in_f'].map(pyFloat)).toEqual([
+      null, 1, 12, null, 10.5, null, 0.5, 100000, -Infinity, NaN, null,
+    ]);
   });
 
   test('pyJsonDumps is json.dumps with its defaults, ensure_ascii=False, compact separators and indent=2', () => {

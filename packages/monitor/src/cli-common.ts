@@ -1,6 +1,6 @@
-import { CliError, EXIT_INTERNAL, formatInternalError, packageVersion, usageError } from '@prun/kit/cli';
+import { CliError, EXIT_INTERNAL, formatInternalError, packageVersion, printable, usageError } from '@prun/kit/cli';
 import { ArgvError, parseArgv, renderHelp, type BinSpec } from '@prun/kit/spec';
-import { BoundedLineSplitter, MAX_OPERAND_LINE_BYTES, classifyOperandLine, printable } from './operands.js';
+import { BoundedLineSplitter, MAX_OPERAND_LINE_BYTES, classifyOperandLine } from './operands.js';
 import { MAX_ENTRY_BYTES } from '@prun/unit-state';
 import type { WatchLoop } from './loop.js';
 import type { UnusableStateFile } from './observe.js';

@@ -1,6 +1,6 @@
+import { printable } from '@prun/kit/cli';
 import { runWatchCli, unusableFileText, writeLine } from './cli-common.js';
 import { GatherRun, type GatherRecord } from './gather.js';
-import { printable } from './operands.js';
 import { GATHER_ENV, readSettings } from './settings.js';
 import { GATHER_SPEC } from './spec.js';
 

@@ -1,5 +1,4 @@
-import { liveViewWanted } from '@prun/kit/cli';
-import { printable } from './operands.js';
+import { liveViewWanted, printable } from '@prun/kit/cli';
 
 /**
  * The live view: one line per unit on stderr, redrawn in place, for a person at a terminal.

@@ -1,3 +1,4 @@
+import { printable } from '@prun/kit/cli';
 import { formatStatus } from './classify.js';
 import { join } from 'node:path';
 import { STATE_FILES } from '@prun/unit-state';
@@ -5,7 +6,6 @@ import { runWatchCli, unusableFileText, writeLine } from './cli-common.js';
 import { GrowthMeter, LiveView, liveViewOn } from './live.js';
 import { statRegularFile } from './observe.js';
 import { MonitorRun, type MonitorRecord } from './monitor.js';
-import { printable } from './operands.js';
 import { MONITOR_ENV, readSettings } from './settings.js';
 import { MONITOR_SPEC } from './spec.js';
 

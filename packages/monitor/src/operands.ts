@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { isAbsolute } from 'node:path';
+import { hasControlCharacter } from '@prun/kit/cli';
 import { STATE_DIR_LINE_PREFIX, parseOperandLine } from '@prun/unit-state';
 
 /**
@@ -14,10 +15,6 @@ export type OperandLine =
   | { kind: 'blank' }
   | { kind: 'refused'; reason: string };
 
-// C0 controls, DEL and C1 controls: no state directory a dispatcher makes holds one, and a
-// newline or an escape sequence in a name is how a line could forge protocol output.
-// U+2028 and U+2029 too: Python's `str.splitlines` ends a line at them.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 // Another tool's protocol line (`MONITOR-EVENT fail`, `DONE /x`, `MODEL-RESOLVE ...`): an
 // upper-case word of two or more characters, then a space. Dispatchers print only
 // `STATE-DIR <abs path>`; a directory really named so is still reachable as `./NAME`.
@@ -33,7 +30,7 @@ export function classifyOperandLine(bytes: Uint8Array): OperandLine {
   const line = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
   const path = parseOperandLine(line);
   if (path === null) return { kind: 'blank' };
-  if (CONTROL.test(path)) return { kind: 'refused', reason: 'holds a control character' };
+  if (hasControlCharacter(path)) return { kind: 'refused', reason: 'holds a control character' };
   const text = line.endsWith('\r') ? line.slice(0, -1) : line;
   if (text.startsWith(STATE_DIR_LINE_PREFIX)) {
     if (!isAbsolute(path)) return { kind: 'refused', reason: 'a STATE-DIR line must name an absolute path' };
@@ -109,20 +106,4 @@ export class BoundedLineSplitter {
     this.#heldBytes = 0;
     this.sink.line(bytes, number);
   }
-}
-
-/**
- * Text safe to print on one line of a line protocol or a terminal: unchanged unless it holds a
- * control character; then every control character becomes `\xHH` (line separators `\u2028`,
- * `\u2029`) and every backslash `\\`,
- * so a name can neither end the line (forging a `MONITOR-EVENT` or `DONE` line) nor move
- * the cursor. Names without control characters print byte for byte as before.
- */
-export function printable(text: string): string {
-  if (!CONTROL.test(text)) return text;
-  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\\]/g, (ch) => {
-    if (ch === '\\') return '\\\\';
-    const code = ch.charCodeAt(0);
-    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`;
-  });
 }

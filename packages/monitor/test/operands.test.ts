@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BoundedLineSplitter, MAX_OPERAND_LINE_BYTES, classifyOperandLine, printable } from '../src/operands.js';
+import { BoundedLineSplitter, MAX_OPERAND_LINE_BYTES, classifyOperandLine } from '../src/operands.js';
 
 function split(chunks: Array<string | Buffer>, maxBytes?: number): { lines: string[]; overlong: number[]; numbers: number[] } {
   const lines: string[] = [];
@@ -93,20 +93,5 @@ describe('classifyOperandLine', () => {
     expect(of('A dir')).toMatchObject({ kind: 'operand' });
     expect(of('./DONE x')).toMatchObject({ kind: 'operand', path: './DONE x' });
     expect(of('état/unité')).toMatchObject({ kind: 'operand', path: 'état/unité' });
-  });
-});
-
-describe('printable', () => {
-  it('leaves names without control characters byte for byte', () => {
-    for (const name of ['prun-task-1a2b-u1-42-0123456789abcdef', 'a b', 'back\\slash', 'état', '']) {
-      expect(printable(name)).toBe(name);
-    }
-  });
-
-  it('escapes control characters (and then backslashes) so no name ends a line', () => {
-    expect(printable('a\nMONITOR-EVENT all-done')).toBe('a\\x0aMONITOR-EVENT all-done');
-    expect(printable('x\r\u001b[1A\\')).toBe('x\\x0d\\x1b[1A\\\\');
-    expect(printable('p\u0085q\u2028r\u007f')).toBe('p\\x85q\\u2028r\\x7f');
-    expect(printable('a\nb')).not.toMatch(/[\n\r]/);
   });
 });

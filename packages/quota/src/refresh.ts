@@ -1,6 +1,7 @@
 import { access, mkdir, open, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { which as whichOnPath } from '@prun/kit/fs';
+import { pyInt } from '@prun/kit/py';
 import { z } from 'zod';
 import { fileAgeSeconds, writeFileAtomic } from './files.js';
 import { parseJsonLenient, pythonFloat, pythonJsonDumps } from './json.js';
@@ -71,11 +72,10 @@ export interface RefreshOptions {
   readonly cwd?: string;
 }
 
-/** Python's `int()` of a setting; anything invalid or not positive gives the fallback. */
+/** Python's `int()` of a setting (kit's pyInt); anything invalid or not positive gives the fallback. */
 function positiveSetting(raw: string | undefined, fallback: number): number {
-  if (raw === undefined || !/^\s*[+-]?\d+\s*$/.test(raw)) return fallback;
-  const value = Number(raw.trim());
-  return value > 0 ? value : fallback;
+  const value = raw === undefined ? null : pyInt(raw);
+  return value !== null && value > 0n ? Number(value) : fallback;
 }
 
 export function refreshSettings(env: Env): { ttlSeconds: number; timeoutSeconds: number } {

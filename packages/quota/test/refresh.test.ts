@@ -101,7 +101,14 @@ describe('refresh', () => {
     age(s.marker, 1000);
     expect((await run({ env: { ...s.env, AGY_QUOTA_TTL_SECONDS: '-5' }, runner })).reason).toBe('fresh');
     expect((await run({ env: { ...s.env, AGY_QUOTA_TTL_SECONDS: 'soon' }, runner })).reason).toBe('fresh');
+    // \ufeff is not whitespace to python3's int(), so this is invalid too (the TTL stays 300).
+    expect((await run({ env: { ...s.env, AGY_QUOTA_TTL_SECONDS: '\ufeff5' }, runner })).reason).toBe('fresh');
     expect(runner.calls).toHaveLength(2);
+    // python3's int('5_0') is 50: the 100-second-old snapshot is stale again.
+    age(s.cache, 100);
+    age(s.marker, 1000);
+    expect((await run({ env: { ...s.env, AGY_QUOTA_TTL_SECONDS: ' 5_0\xa0' }, runner })).outcome).toBe('written');
+    expect(runner.calls).toHaveLength(3);
   });
 
   it('a future mtime counts as fresh', async () => {

@@ -1,3 +1,4 @@
+import { printable } from '@prun/kit/cli';
 import { pyJsonDumps } from '@prun/kit/py';
 import { basename } from 'node:path';
 import { codePointLength, codePointSlice } from './names.js';
@@ -69,13 +70,15 @@ function header(includeLegacyPid: boolean): string {
 }
 
 function recordLines(record: UnitRecord, includeLegacyPid: boolean): string[] {
-  const name = codePointSlice(basename(record.unit), UNIT_WIDTH);
+  // Escaped before it is cut to the column: a newline or escape sequence in a directory name
+  // must not start a table line of its own or move the cursor (--json keeps the real name).
+  const name = codePointSlice(printable(basename(record.unit)), UNIT_WIDTH);
   const bytes = record.tail_bytes === null ? '?' : groupThousands(record.tail_bytes);
   let line =
     `${padEnd(name, UNIT_WIDTH)} ${padEnd(record.result, RESULT_WIDTH)} ` +
     `${padEnd(record.result_path_state, PATH_WIDTH)} ${padStart(bytes, BYTES_WIDTH)}`;
   if (includeLegacyPid) line += `  ${record.legacy_pid_unverified || '-'}`;
-  return [line, ...record.errors.map((e) => `    error [${e.stage}]: ${e.error}`)];
+  return [line, ...record.errors.map((e) => `    error [${e.stage}]: ${printable(e.error)}`)];
 }
 
 function summaryLines(summary: Summary): string[] {
@@ -105,7 +108,7 @@ export function renderText(report: Report, binName: string): OutputChunk[] {
   const chunks: OutputChunk[] = [{ stream: 'stdout', text: lines(table) }];
   if (report.discoveryErrors.length > 0) {
     const failures = report.discoveryErrors.map(
-      (e) => `${binName}: discovery failed: ${e.stage === 'root' ? e.root : e.unit} (${e.error})`,
+      (e) => `${binName}: discovery failed: ${printable(e.stage === 'root' ? e.root : e.unit)} (${printable(e.error)})`,
     );
     chunks.push({ stream: 'stderr', text: lines(failures) });
   }

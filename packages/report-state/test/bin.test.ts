@@ -508,6 +508,18 @@ describe('text output', () => {
     );
   });
 
+  it('a unit directory named with a newline prints as one escaped table line; --json keeps the real name', () => {
+    const root = tempDir();
+    makeUnit(root, 'abc\nUNIT fake done', { tail: 'x', resultEntry: join(root, 'p.md'), resultBody: 'p' });
+    const run = runBin(['--root', root]);
+    expect(run.status).toBe(0);
+    const table = run.stdout.split('\n\n')[0]!.split('\n');
+    expect(table).toHaveLength(3);
+    expect(table[2]).toMatch(/^prun-task-abc\\x0aUNIT fake done +present +resolved +1$/);
+    expect(run.stdout).not.toMatch(/^UNIT fake done/m);
+    expect(runJson(root).report.units.map((u) => u.unit)).toEqual([join(root, 'prun-task-abc\nUNIT fake done')]);
+  });
+
   it('an empty corpus prints header, dashes, blank line and the safety block; exit 0', () => {
     const root = tempDir();
     const run = runBin(['--root', root]);

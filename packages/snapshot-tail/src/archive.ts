@@ -1,5 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
+import { pyListRepr, pyRepr } from '@prun/kit/py';
 import { EXIT, SnapshotError, osErrorText } from './errors.js';
 import { createChunkHasher, type ChunkHasher } from './hasher.js';
 import { copyBounded, defaultSourceIo, drain, keep, pipelineSlots, type CopyResult, type OpenTail, type SourceIo } from './source.js';
@@ -125,25 +126,8 @@ export async function writeArchive(
   }
 }
 
-// Python's repr() of a list of str, as the upstream message shows member names.
-export function pythonListRepr(items: readonly string[]): string {
-  const reprOne = (text: string): string => {
-    const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
-    let body = '';
-    for (const char of text) {
-      const code = char.codePointAt(0)!;
-      if (char === '\\') body += '\\\\';
-      else if (char === quote) body += `\\${quote}`;
-      else if (char === '\n') body += '\\n';
-      else if (char === '\r') body += '\\r';
-      else if (char === '\t') body += '\\t';
-      else if (code < 0x20 || code === 0x7f) body += `\\x${code.toString(16).padStart(2, '0')}`;
-      else body += char;
-    }
-    return `${quote}${body}${quote}`;
-  };
-  return `[${items.map(reprOne).join(', ')}]`;
-}
+// Python's repr() of a list of str, as the upstream message shows member names (kit's, re-exported).
+export { pyListRepr as pythonListRepr } from '@prun/kit/py';
 
 /** Deep equality of parsed JSON values (key order ignored, as Python's dict equality). */
 export function jsonEqual(a: unknown, b: unknown): boolean {
@@ -202,7 +186,7 @@ async function digestRange(handle: FileHandle, start: number, length: number, ha
 }
 
 function checkCrc(entry: CentralEntry, actual: number): void {
-  if (actual !== entry.crc32 >>> 0) throw new ZipFormatError(`Bad CRC-32 for file ${pythonListRepr([entry.name]).slice(1, -1)}`);
+  if (actual !== entry.crc32 >>> 0) throw new ZipFormatError(`Bad CRC-32 for file ${pyRepr(entry.name)}`);
 }
 
 /**
@@ -237,7 +221,7 @@ export async function validateArchive(path: string, expected: Record<string, unk
     }
     const names = entries.map((entry) => entry.name).sort();
     if (names.length !== EXPECTED_MEMBERS.length || names.some((name, index) => name !== EXPECTED_MEMBERS[index])) {
-      throw invalid(`unexpected archive members: ${pythonListRepr(names)}`);
+      throw invalid(`unexpected archive members: ${pyListRepr(names)}`);
     }
     for (const entry of entries) {
       if (entry.method !== 0) throw invalid(`${entry.name} is not stored`);

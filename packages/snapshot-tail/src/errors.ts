@@ -82,23 +82,3 @@ export function osErrorText(error: unknown): string {
   if (typeof error.path === 'string' && typeof dest === 'string') paths += ` -> ${quotePath(dest)}`;
   return `[Errno ${number}] ${text}${paths}`;
 }
-
-/** The Python exception class name an OS error would have had (named in the link failure). */
-export function pythonErrorClass(error: unknown): string {
-  if (!isErrnoException(error)) return error instanceof Error ? error.name : 'Error';
-  switch (error.code) {
-    case 'EPERM':
-    case 'EACCES':
-      return 'PermissionError';
-    case 'ENOENT':
-      return 'FileNotFoundError';
-    case 'EEXIST':
-      return 'FileExistsError';
-    case 'ENOTDIR':
-      return 'NotADirectoryError';
-    case 'EISDIR':
-      return 'IsADirectoryError';
-    default:
-      return 'OSError';
-  }
-}

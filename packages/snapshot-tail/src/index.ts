@@ -1,4 +1,6 @@
-export { EXIT, type ExitCode, SnapshotError, osErrorText, pythonErrorClass } from './errors.js';
+export { EXIT, type ExitCode, SnapshotError, osErrorText } from './errors.js';
+// The Python exception class name of an OS error: kit's, under the name this library exported.
+export { pyExceptionName as pythonErrorClass } from '@prun/kit/py';
 export {
   BIN,
   USAGE,

@@ -1,3 +1,4 @@
+import { CliError, usageError } from '@prun/kit/cli';
 import { argparseSpecOf, parseLikeArgparse, usageLine } from '@prun/kit/spec';
 import { SPEC } from './spec.js';
 
@@ -15,13 +16,11 @@ export interface SnapshotOptions {
 
 export type ParsedArgs = { kind: 'help' } | { kind: 'version' } | { kind: 'run'; options: SnapshotOptions };
 
-/** A command-line mistake: exit 2 with the usage line and `error: <message>`. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+/**
+ * A command-line mistake is kit's usage CliError (exit 2); the bin prints it with the usage line
+ * and `error: <message>`, as argparse does. The old name stays for library callers.
+ */
+export { CliError as UsageError };
 
 const ARGPARSE = argparseSpecOf(SPEC);
 
@@ -29,7 +28,7 @@ const ARGPARSE = argparseSpecOf(SPEC);
 // later with a confusing error is a NUL. Checked by hand: zod would cost this bin about 40 ms
 // and 13 MiB at every start for a check this small.
 function noNul(option: string, value: string | undefined): string | undefined {
-  if (value?.includes('\0')) throw new UsageError(`argument ${option}: embedded null byte`);
+  if (value?.includes('\0')) throw usageError(`argument ${option}: embedded null byte`);
   return value;
 }
 
@@ -40,7 +39,7 @@ function noNul(option: string, value: string | undefined): string | undefined {
  */
 export function parseArgs(argv: readonly string[]): ParsedArgs {
   const outcome = parseLikeArgparse(ARGPARSE, argv);
-  if (outcome.kind === 'error') throw new UsageError(outcome.message);
+  if (outcome.kind === 'error') throw usageError(outcome.message);
   if (outcome.kind !== 'args') return outcome;
   const { values } = outcome;
   const unit = noNul('--unit', values.get('--unit'))!;

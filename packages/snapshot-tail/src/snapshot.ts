@@ -3,11 +3,12 @@ import { rmSync, statSync, unlinkSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { DestinationExistsError, atomicTempPath, linkNoReplace, removeStaleTemps } from '@prun/kit/fs';
+import { pyExceptionName } from '@prun/kit/py';
 import { STATE_FILES } from '@prun/unit-state';
 import { buildManifest, validateArchive, writeArchive, type Manifest } from './archive.js';
 import { ensureDestDir, planDestination } from './destination.js';
 import { createChunkHasher, type ChunkHasher } from './hasher.js';
-import { EXIT, SnapshotError, osErrorText, pythonErrorClass } from './errors.js';
+import { EXIT, SnapshotError, osErrorText } from './errors.js';
 import type { SnapshotEnv } from './options.js';
 import { defaultSourceIo, openTail, type CopyResult, type OpenTail, type SourceIo } from './source.js';
 
@@ -118,7 +119,7 @@ export function publishByLink(temp: string, final: string, link: SnapshotSeams['
     }
     throw new SnapshotError(
       EXIT.publish,
-      `cannot publish by hard link (${pythonErrorClass(error)}: ${osErrorText(error)}); not falling back to a replacing operation`,
+      `cannot publish by hard link (${pyExceptionName(error)}: ${osErrorText(error)}); not falling back to a replacing operation`,
     );
   }
 }

@@ -161,6 +161,8 @@ describe('small formatters', () => {
   it("renders names as Python's list repr", () => {
     expect(pythonListRepr(['extra.txt', 'manifest.json'])).toBe("['extra.txt', 'manifest.json']");
     expect(pythonListRepr(["it's", 'a\nb'])).toBe(`["it's", 'a\\nb']`);
+    // python3: repr(['a\x85b', '\xa0', '\u200b']); the old copy printed these three raw.
+    expect(pythonListRepr(['a\x85b', '\xa0', '\u200b'])).toBe(`['a\\x85b', '\\xa0', '\\u200b']`);
   });
 
   it('compares JSON values ignoring key order', () => {

@@ -10,7 +10,7 @@ import { jobFile } from '../paths.js';
 import { STOP_SIGNALS } from '@prun/kit/cli';
 import { runnerNodeOptions } from '../signals.js';
 import { jobState, recordEnd, type JobRecord } from '../state.js';
-import { formatSeconds, readInt, removeFile, utcNow, writeAtomic } from '../text.js';
+import { formatSeconds, readInt, removeDeadWritersTemps, removeFile, utcNow, writeAtomic } from '../text.js';
 import type { Context } from './context.js';
 import { printResult } from './result.js';
 
@@ -43,6 +43,7 @@ function startRunner(run: RunStart, control: HandedSocket, ctx: Context): ChildP
   job.mode = background ? 'background' : 'foreground';
   job.timeout = timeout;
   job.run_kind = runKind;
+  removeDeadWritersTemps(jobDir);
   writeJob(jobDir, job);
   writeAtomic(jobFile(jobDir, 'prompt.txt'), prompt);
   for (const name of PREVIOUS_RUN_FILES) removeFile(jobFile(jobDir, name));

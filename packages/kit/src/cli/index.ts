@@ -319,3 +319,30 @@ function flushed(stream: NodeJS.WriteStream): Promise<void> {
     stream.write('', () => resolve());
   });
 }
+
+// C0 controls, DEL and C1 controls: no state directory a dispatcher makes holds one, and a
+// newline or an escape sequence in a name is how a line could forge protocol output.
+// U+2028 and U+2029 too: Python's `str.splitlines` ends a line at them.
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+const ESCAPED = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\\]/g;
+
+/** Does `text` hold a character that could end a line or move the cursor? */
+export function hasControlCharacter(text: string): boolean {
+  return CONTROL_CHARACTER.test(text);
+}
+
+/**
+ * Text safe to print on one line of a line protocol or a terminal: unchanged unless it holds a
+ * control character; then every control character becomes `\xHH` (line separators `\u2028`,
+ * `\u2029`) and every backslash `\\`, so a name can neither end the line (forging a
+ * `MONITOR-EVENT`, `DONE` or table line) nor move the cursor. Names without control characters
+ * print byte for byte. For text output only: JSON output keeps the real name.
+ */
+export function printable(text: string): string {
+  if (!CONTROL_CHARACTER.test(text)) return text;
+  return text.replace(ESCAPED, (ch) => {
+    if (ch === '\\') return '\\\\';
+    const code = ch.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16)}`;
+  });
+}

@@ -58,6 +58,17 @@ export function splitLines(text: string): string[] {
   return lines;
 }
 
+/**
+ * The lines of a file Python reads in text mode (universal newlines: `\r\n`, `\r` and `\n` end
+ * a line, nothing else does), line ends dropped; a final line end adds no empty line. Fewer
+ * boundaries than `splitLines` (str.splitlines also breaks at \v, \f, \x1c-\x1e, NEL, U+2028/9).
+ */
+export function splitUniversalLines(text: string): string[] {
+  const lines = text.split(/\r\n|\r|\n/);
+  if (lines[lines.length - 1] === '') lines.pop();
+  return lines;
+}
+
 // --- repr ---------------------------------------------------------------------------------------
 
 // str.isprintable: false for the categories Other (Cc, Cf, Cs, Co, Cn) and Separator (Zl, Zp,
@@ -91,6 +102,84 @@ export function pyRepr(text: string): string {
     else out += `\\U${hex(code, 8)}`;
   }
   return out + quote;
+}
+
+/** Python `repr()` of a list of str: `['a', "it's", '\x85']`. */
+export function pyListRepr(items: readonly string[]): string {
+  return `[${items.map(pyRepr).join(', ')}]`;
+}
+
+// --- int() and float() of a str --------------------------------------------------------------------
+
+// int() and float() strip less than str.strip(): CPython maps non-ASCII whitespace to a space and
+// non-ASCII decimal digits to ASCII ones, then skips only ASCII whitespace, so \x1c-\x1f (str
+// whitespace, but ASCII) stay and make the text invalid, and U+FEFF (not whitespace) does too.
+const PY_NUMBER_SPACE = new Set([...PY_WHITESPACE].filter((char) => char >= '\x7f' || ' \t\n\v\f\r'.includes(char)));
+const UNICODE_DIGIT = /\p{Nd}/u;
+
+/** The decimal value of a Unicode decimal digit (category Nd), or -1. */
+function decimalValue(char: string): number {
+  if (char >= '0' && char <= '9') return char.charCodeAt(0) - 48;
+  if (!UNICODE_DIGIT.test(char)) return -1;
+  // Nd digits come in contiguous runs of ten starting at zero, and some runs sit back to back
+  // (the mathematical digits), so the value is the offset from the start of the run, modulo ten.
+  const code = char.codePointAt(0) as number;
+  let start = code;
+  while (start > 0 && UNICODE_DIGIT.test(String.fromCodePoint(start - 1))) start -= 1;
+  return (code - start) % 10;
+}
+
+/**
+ * The text as CPython's int() and float() see it: number whitespace stripped, every Unicode
+ * decimal digit as its ASCII digit; null when another non-ASCII character is left.
+ */
+function asciiNumberText(text: string): string | null {
+  const chars = [...text];
+  let start = 0;
+  let end = chars.length;
+  while (start < end && PY_NUMBER_SPACE.has(chars[start] as string)) start += 1;
+  while (end > start && PY_NUMBER_SPACE.has(chars[end - 1] as string)) end -= 1;
+  let out = '';
+  for (const char of chars.slice(start, end)) {
+    if (char < '\x80') out += char;
+    else {
+      const digit = decimalValue(char);
+      if (digit < 0) return null;
+      out += String(digit);
+    }
+  }
+  return out;
+}
+
+// A run of digits holding single underscores between digits (PEP 515), as both accept.
+const DIGITS = String.raw`\d(?:_?\d)*`;
+const INT_TEXT = new RegExp(`^[+-]?${DIGITS}$`);
+const FLOAT_TEXT = new RegExp(`^[+-]?(?:${DIGITS}(?:\\.(?:${DIGITS})?)?|\\.${DIGITS})(?:[eE][+-]?${DIGITS})?$`);
+const FLOAT_WORD = /^([+-]?)(?:(inf|infinity)|nan)$/i;
+
+/**
+ * Python `int(text)` of a str (base 10): surrounding whitespace, one sign, `_` between digits and
+ * any Unicode decimal digit. Null where Python raises ValueError.
+ */
+export function pyInt(text: string): bigint | null {
+  const body = asciiNumberText(text);
+  if (body === null || !INT_TEXT.test(body)) return null;
+  return BigInt(body.replaceAll('_', ''));
+}
+
+/**
+ * Python `float(text)` of a str: surrounding whitespace, a sign, digits with an optional fraction
+ * and exponent (`_` between digits, any Unicode decimal digit), or `inf`/`infinity`/`nan` in any
+ * case. Null where Python raises ValueError.
+ */
+export function pyFloat(text: string): number | null {
+  const body = asciiNumberText(text);
+  if (body === null) return null;
+  if (FLOAT_TEXT.test(body)) return Number(body.replaceAll('_', ''));
+  const word = FLOAT_WORD.exec(body);
+  if (word === null) return null;
+  if (word[2] === undefined) return NaN;
+  return word[1] === '-' ? -Infinity : Infinity;
 }
 
 // --- numbers ------------------------------------------------------------------------------------

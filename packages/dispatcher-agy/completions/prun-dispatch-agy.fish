@@ -63,7 +63,7 @@ function __prun_dispatch_agy_complete
     if string match -q -- '-*' "$cur"
         switch "$p"
             case ''
-                printf '%s\n' '--prompt-file	the unit prompt (UTF-8 text)' '--result-file	where the result is published; must not exist yet' '--unit-id	unit name: letters, digits, dashes, underscores' '--mode	Agy execution mode. accept-edits is the default only in a dispatcher-created scratch directory; PRUN_SCRATCH_CWD or --add-dir need an explicit mode. plan never gets --dangerously-skip-permissions.' '--add-dir	extra directory for Agys workspace (repeatable)' '--continue-from	resume the conversation recorded in STATE_DIR/conversation-id' '--help	show this help' '--version	print the version'
+                printf '%s\n' '--prompt-file	the unit prompt (UTF-8 text)' '--result-file	where the result is published; must not exist yet' '--unit-id	unit name: letters, digits, dashes, underscores' '--mode	Agy execution mode. accept-edits is the default only in a dispatcher-created scratch directory; PRUN_SCRATCH_CWD or --add-dir need an explicit mode. plan never gets --dangerously-skip-permissions.' '--add-dir	extra directory for Agy\'s workspace (repeatable)' '--continue-from	resume the conversation recorded in STATE_DIR/conversation-id' '--help	show this help' '--version	print the version'
         end
         return 0
     end

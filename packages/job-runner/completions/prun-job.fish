@@ -96,7 +96,7 @@ function __prun_job_complete
             case ''
                 printf '%s\n' '--help	show this help' '--version	print the version'
             case 'run'
-                printf '%s\n' '--profile	which agent profile to use, any case' '--name	the jobs name (default: the profiles name and 4 hex digits)' '--background	start the job and return at once; the job keeps running' '--timeout	stop the run after S seconds of wall time (0: no limit; default 3600 for a background job, no limit in the foreground)' '--fork	begin from a copy of the calling agents session ($PI_SESSION_FILE)' '--model	model pattern for the agent (pis --model)' '--thinking	thinking level for the agent (pis --thinking)' '--cwd	the agents working directory (default: this one)' '--help	show this help' '--version	print the version'
+                printf '%s\n' '--profile	which agent profile to use, any case' '--name	the job\'s name (default: the profile\'s name and 4 hex digits)' '--background	start the job and return at once; the job keeps running' '--timeout	stop the run after S seconds of wall time (0: no limit; default 3600 for a background job, no limit in the foreground)' '--fork	begin from a copy of the calling agent\'s session ($PI_SESSION_FILE)' '--model	model pattern for the agent (pi\'s --model)' '--thinking	thinking level for the agent (pi\'s --thinking)' '--cwd	the agent\'s working directory (default: this one)' '--help	show this help' '--version	print the version'
             case 'resume'
                 printf '%s\n' '--background	start the job and return at once; the job keeps running' '--timeout	stop the run after S seconds of wall time (0: no limit; default 3600 for a background job, no limit in the foreground)' '--help	show this help' '--version	print the version'
             case 'wait'
@@ -127,7 +127,7 @@ function __prun_job_complete
     if test $n = 0
         switch "$p"
             case ''
-                printf '%s\n' 'run	start a new job with a prompt' 'resume	give a finished job a new prompt in the same session' 'wait	wait until the job stops running' 'result	print the jobs final answer' 'steer	send a running job a message' 'abort	abort the jobs current turn' 'kill	stop a job (or every job of this project)' 'status	the jobs state' 'peek	the jobs recent progress' 'list	this projects jobs' 'profiles	the agent profiles a job can use' 'rm	remove a stopped job and its session files' 'completion	print a shell completion script'
+                printf '%s\n' 'run	start a new job with a prompt' 'resume	give a finished job a new prompt in the same session' 'wait	wait until the job stops running' 'result	print the job\'s final answer' 'steer	send a running job a message' 'abort	abort the job\'s current turn' 'kill	stop a job (or every job of this project)' 'status	the job\'s state' 'peek	the job\'s recent progress' 'list	this project\'s jobs' 'profiles	the agent profiles a job can use' 'rm	remove a stopped job and its session files' 'completion	print a shell completion script'
         end
     end
     switch "$p|$n"

@@ -1,8 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completionScript, SHELLS } from '@prun/kit/spec';
+import { completionScript, SHELLS, type BinSpec } from '@prun/kit/spec';
 // @ts-expect-error: a plain .mjs tool shared by the completion tests of every package
 import { complete, haveShell } from '../../../tools/completion-driver.mjs';
 import { DEMO } from './spec-fixture.js';
@@ -75,3 +76,39 @@ for (const shell of SHELLS) {
     });
   });
 }
+
+// fish shows each offer's description: an apostrophe or a backslash in it must survive quoting
+// (an earlier script dropped apostrophes: "print the jobs final answer").
+const fishAvailable = haveShell('fish') as boolean;
+describe.skipIf(!fishAvailable)(`fish completion descriptions${fishAvailable ? '' : ' (skipped: fish is not installed)'}`, () => {
+  const QUOTED: BinSpec = {
+    name: 'quote-bin',
+    summary: 'quotes',
+    usage: ['COMMAND'],
+    options: [{ long: '--answer', help: "print the job's final answer" }],
+    commands: [{ name: 'peek', summary: 'the job\'s log, a \\ backslash and "double" quotes' }],
+  };
+  const described = (line: string): string[] => {
+    const fishHome = mkdtempSync(join(tmpdir(), 'prun-completion-fish-'));
+    const result = spawnSync('fish', ['-N', '-c', 'eval $PRUN_COMPLETION_SCRIPT; complete -C "$PRUN_COMPLETION_LINE"'], {
+      cwd,
+      encoding: 'utf8',
+      timeout: 20_000,
+      env: {
+        ...process.env,
+        PRUN_COMPLETION_SCRIPT: completionScript(QUOTED, 'fish'),
+        PRUN_COMPLETION_LINE: line,
+        XDG_CONFIG_HOME: join(fishHome, 'config'),
+        XDG_DATA_HOME: join(fishHome, 'data'),
+        XDG_CACHE_HOME: join(fishHome, 'cache'),
+      },
+    });
+    expect(result.stderr).toBe('');
+    return result.stdout.split('\n').filter((entry) => entry !== '');
+  };
+
+  it('keeps apostrophes, backslashes and double quotes in option and command descriptions', () => {
+    expect(described('quote-bin --ans')).toEqual(["--answer\tprint the job's final answer"]);
+    expect(described('quote-bin pe')).toEqual(['peek\tthe job\'s log, a \\ backslash and "double" quotes']);
+  });
+});

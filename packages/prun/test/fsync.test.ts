@@ -16,7 +16,7 @@ afterEach(() => {
 
 const hasStrace = spawnSync('strace', ['-f', '-o', '/dev/null', 'true']).status === 0;
 
-it.skipIf(!hasStrace)('fsyncs every ledger line before the next one (strace of the real bin)', async () => {
+it.skipIf(!hasStrace)(`fsyncs every ledger line before the next one (strace of the real bin${hasStrace ? '' : '; skipped: strace is missing or may not trace here'})`, async () => {
   box = sandbox();
   const work = join(box.root, 'work');
   mkdirSync(work);

@@ -13,12 +13,13 @@ export const SPEC: BinSpec = {
     'refresh [--force] [--json]    query agy /usage and rewrite the snapshot',
     'route [--model M] [--json]    the model a unit would run on, or why it may not start',
   ],
-  description: `The snapshot is $AGY_QUOTA_CACHE, else ~/.claude/agy-quota-cache.json.
-route: --model M (or a non-blank ANTIGRAVITY_DISPATCH_MODEL) names a pinned model;
-without one the unit is unpinned and starts from ${DEFAULT_MODEL}. The model to run is the
-only stdout line; a MODEL-BALANCE/MODEL-FALLBACK note goes to stderr.
-The readout starts a background refresh when the snapshot is older than the TTL
-(unless --no-refresh).`,
+  // One source line per paragraph: --help wraps each line to its width, so a line broken here by
+  // hand would be broken twice.
+  description: [
+    'The snapshot is $AGY_QUOTA_CACHE, else ~/.claude/agy-quota-cache.json.',
+    `route: --model M (or a non-blank ANTIGRAVITY_DISPATCH_MODEL) names a pinned model; without one the unit is unpinned and starts from ${DEFAULT_MODEL}. The model to run is the only stdout line; a MODEL-BALANCE/MODEL-FALLBACK note goes to stderr.`,
+    'The readout starts a background refresh when the snapshot is older than the TTL (unless --no-refresh).',
+  ].join('\n'),
   refuseRepeats: true,
   options: [JSON_OPTION, { long: '--no-refresh', help: 'do not start a background refresh of a stale snapshot' }],
   commands: [

@@ -59,7 +59,7 @@ function __prun_snapshot_tail_complete
     if string match -q -- '-*' "$cur"
         switch "$p"
             case ''
-                printf '%s\n' '--unit	the unit state directory (its tail is the source)' '--dest	directory for snapshot-<UTC stamp>-<8 hex>.zip (default: $XDG_STATE_HOME/anywhere-agents/prun/snapshots, or ~/.local/state/anywhere-agents/prun/snapshots; created 0700)' '--output	exact archive path (not with --dest)' '--json	print {"published", "manifest", "warning"} as JSON' '--help	show this help' '--version	print the version'
+                printf '%s\n' '--unit	the unit state directory (its \'tail\' is the source)' '--dest	directory for snapshot-<UTC stamp>-<8 hex>.zip (default: $XDG_STATE_HOME/anywhere-agents/prun/snapshots, or ~/.local/state/anywhere-agents/prun/snapshots; created 0700)' '--output	exact archive path (not with --dest)' '--json	print {"published", "manifest", "warning"} as JSON' '--help	show this help' '--version	print the version'
         end
         return 0
     end

@@ -67,6 +67,16 @@ function q(text: string): string {
   return `'${text}'`;
 }
 
+/**
+ * A completion word with its description (an option's help, a command's summary) as one fish
+ * single-quoted word: inside fish's
+ * single quotes only `\'` and `\\` are escapes, so an apostrophe ("the job's answer") and a
+ * backslash survive as typed.
+ */
+function fishQuoted(text: string): string {
+  return `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
 /** What each kind offers, in each shell, for the current word `$cur`. */
 function valueAction(shell: Shell, kind: ValueKind, choices: readonly string[], jobNames: string | undefined): string | null {
   const bash = {
@@ -321,13 +331,13 @@ function fishScript(spec: BinSpec): string {
     '    end',
     "    if string match -q -- '-*' \"$cur\"",
     '        switch "$p"',
-    ...a.optionWords.flatMap(([path, options]) => [`            case ${q(path)}`, `                printf '%s\\n' ${options.map((o) => q(`${o.word}\t${o.help.replace(/'/g, '')}`)).join(' ')}`]),
+    ...a.optionWords.flatMap(([path, options]) => [`            case ${q(path)}`, `                printf '%s\\n' ${options.map((o) => fishQuoted(`${o.word}\t${o.help}`)).join(' ')}`]),
     '        end',
     '        return 0',
     '    end',
     '    if test $n = 0',
     '        switch "$p"',
-    ...a.subWords.flatMap(([path, subs]) => [`            case ${q(path)}`, `                printf '%s\\n' ${subs.map((s) => q(`${s.name}\t${s.summary.replace(/'/g, '')}`)).join(' ')}`]),
+    ...a.subWords.flatMap(([path, subs]) => [`            case ${q(path)}`, `                printf '%s\\n' ${subs.map((s) => fishQuoted(`${s.name}\t${s.summary}`)).join(' ')}`]),
     '        end',
     '    end',
     '    switch "$p|$n"',

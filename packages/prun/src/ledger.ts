@@ -1,5 +1,7 @@
 import * as nodeFs from 'node:fs';
+import { readHead } from '@prun/kit/fs';
 import { z } from 'zod';
+import { BatchError, EXIT } from './errors.js';
 
 /**
  * A unit's states. `interrupted`: stopped by a signal the batch passed on (SIGINT, SIGTERM,
@@ -92,15 +94,25 @@ function parseEntry(text: string): LedgerEntry | null {
   return parsed.success ? parsed.data : null;
 }
 
+/** A ledger beyond this is not one prun wrote (a 10,000-unit batch's ledger is a few MiB). */
+export const LEDGER_MAX_BYTES = 256 * 1024 * 1024;
+
 /** Read a ledger, sorting its lines into entries, bad complete lines and a torn tail. Changes nothing. */
 export function readLedger(path: string): LedgerRead {
-  let bytes: Buffer;
-  try {
-    bytes = nodeFs.readFileSync(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    return { exists: false, entries: [], latest: new Map(), badLines: [], tornTail: null, unterminated: false };
+  // A ledger is read whole, but never from a FIFO or device (it would block) and never past a bound.
+  const missing: LedgerRead = { exists: false, entries: [], latest: new Map(), badLines: [], tornTail: null, unterminated: false };
+  const stats = nodeFs.statSync(path, { throwIfNoEntry: false });
+  if (stats === undefined) return missing;
+  if (!stats.isFile()) throw new BatchError(`the ledger ${path} is not a regular file; nothing was changed`, EXIT.ledger);
+  if (stats.size > LEDGER_MAX_BYTES) {
+    throw new BatchError(`the ledger ${path} is larger than ${LEDGER_MAX_BYTES} bytes; nothing was changed`, EXIT.ledger);
   }
+  const head = readHead(path, { maxBytes: stats.size });
+  if (!head.ok) {
+    if (head.problem === 'absent') return missing;
+    throw new BatchError(`cannot read the ledger ${path} (${head.problem}); nothing was changed`, EXIT.ledger);
+  }
+  const bytes = head.bytes;
   const entries: LedgerEntry[] = [];
   const badLines: number[] = [];
   const latest = new Map<string, LedgerEntry>();

@@ -2,8 +2,8 @@
 // this process keeps open for its whole life. The kernel drops the lock when the process ends
 // however it ends (SIGKILL included), so there is nothing to go stale. The file's content (pid
 // and start time of the holder) only names the holder in the refusal; the lock is the truth.
-import { closeSync, constants, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { FlockUnavailableError, tryFlock } from '@prun/kit/fs';
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs';
+import { FlockUnavailableError, readHead, tryFlock } from '@prun/kit/fs';
 import { BatchError, EXIT } from './errors.js';
 import { isRunning, processStartTime } from './units.js';
 
@@ -11,13 +11,10 @@ export const LOCK_FILE = 'driver.lock';
 
 /** The holder a lock file names: `<pid> <start time>`. */
 export function readLockHolder(path: string): { pid: number; start: string | null } | null {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
-  const [pid, start] = text.trim().split(/\s+/);
+  // Non-blocking and bounded: a FIFO in the lock's place names no holder instead of hanging.
+  const head = readHead(path, { maxBytes: 256 });
+  if (!head.ok) return null;
+  const [pid, start] = head.text.trim().split(/\s+/);
   if (pid === undefined || !/^\d+$/.test(pid)) return null;
   return { pid: Number(pid), start: start ?? null };
 }
@@ -50,6 +47,10 @@ export function takeDriverLock(lockPath: string, batchDir: string): number {
     fd = openSync(lockPath, constants.O_RDWR | constants.O_CREAT, 0o644);
   } catch (error) {
     throw new BatchError(`cannot open the batch's lock file ${lockPath}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, EXIT.usage);
+  }
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new BatchError(`the batch's lock file ${lockPath} is not a regular file`, EXIT.usage);
   }
   let attempt;
   try {

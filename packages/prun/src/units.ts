@@ -1,4 +1,5 @@
-import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readHead } from '@prun/kit/fs';
 import { resultFileOfArgv } from './dispatcher.js';
 import { STATE_DIR_LINE_PREFIX, STATE_FILES, isProcessAlive, parseResultSummary, readStateEntry, type ResultSummary } from '@prun/unit-state';
 
@@ -9,32 +10,21 @@ import { parseQuotaFallbackNote } from '@prun/quota';
 
 /** The head of a result file (enough for its header and contract lines), or null if absent/empty. */
 export function readResultHead(path: string, bytes = 8192): ResultSummary | 'unparsed' | null {
-  let fd: number;
-  try {
-    if (!statSync(path).isFile()) return null;
-    fd = openSync(path, 'r');
-  } catch {
-    return null;
-  }
-  try {
-    const buffer = Buffer.alloc(bytes);
-    const n = readSync(fd, buffer, 0, bytes, 0);
-    if (n === 0) return null;
-    return parseResultSummary(buffer.subarray(0, n).toString('utf8')) ?? 'unparsed';
-  } finally {
-    closeSync(fd);
-  }
+  // Bounded and non-blocking: a FIFO or device in a result's place is no result.
+  const head = readHead(path, { maxBytes: bytes });
+  if (!head.ok || head.bytes.length === 0) return null;
+  return parseResultSummary(head.text) ?? 'unparsed';
 }
+
+/** How much of a dispatcher's captured stdout is read for its STATE-DIR line. */
+const LOG_HEAD_BYTES = 1024 * 1024;
 
 /** The last `STATE-DIR <path>` line a dispatcher printed into its captured stdout. */
 export function stateDirFromLog(path: string): string | null {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
-  const lines = text.split('\n').filter((line) => line.startsWith(STATE_DIR_LINE_PREFIX));
+  // A dispatcher prints STATE-DIR first: a bounded, non-blocking read of the log's head finds it.
+  const head = readHead(path, { maxBytes: LOG_HEAD_BYTES });
+  if (!head.ok) return null;
+  const lines = head.text.split('\n').filter((line) => line.startsWith(STATE_DIR_LINE_PREFIX));
   const last = lines.at(-1);
   return last ? last.slice(STATE_DIR_LINE_PREFIX.length) : null;
 }
@@ -145,22 +135,13 @@ export function readModelFacts(stateDir: string): ModelFacts {
 
 /** The last non-blank line of a dispatcher's captured stderr (its own message on an early exit). */
 export function lastLogLine(path: string, bytes = 4096): string | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch {
-    return null;
-  }
-  try {
-    const size = statSync(path).size;
-    const length = Math.min(size, bytes);
-    const buffer = Buffer.alloc(length);
-    readSync(fd, buffer, 0, length, size - length);
-    const lines = buffer.toString('utf8').split('\n').map((line) => line.trim()).filter(Boolean);
-    return lines.at(-1) ?? null;
-  } finally {
-    closeSync(fd);
-  }
+  const stats = statSync(path, { throwIfNoEntry: false });
+  if (stats === undefined || !stats.isFile()) return null;
+  const length = Math.min(stats.size, bytes);
+  const tail = readHead(path, { maxBytes: length, offset: stats.size - length });
+  if (!tail.ok) return null;
+  const lines = tail.text.split('\n').map((line) => line.trim()).filter(Boolean);
+  return lines.at(-1) ?? null;
 }
 
 /** Whether a state directory recorded a conversation a follow-up turn can continue. */

@@ -186,3 +186,42 @@ describe('the unit id bound', () => {
     expect(readFileSync(join(dir, 'fanout', 'results', `${id}.md`), 'utf8')).toMatch(new RegExp(`^# ${id} result\n`));
   });
 });
+
+describe('state files of a batch directory that are not regular files', () => {
+  // A FIFO where the ledger or the driver lock should be: read non-blocking, refused at once.
+  it('a FIFO ledger or driver.lock is one line and an exit code at once, never a hang, for status and --resume', async () => {
+    const dir = caseDir([unit('f1')]);
+    const first = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: dir });
+    expect(first.exitCode, String(first.stderr)).toBe(0);
+    const calls = workerCalls(box.logDir).length;
+
+    const ledger = join(dir, 'fanout', 'ledger.jsonl');
+    const ledgerText = readFileSync(ledger, 'utf8');
+    rmSync(ledger);
+    expect(spawnSync('mkfifo', [ledger]).status).toBe(0);
+    for (const args of [['status', 'fanout'], ['batch', '--resume', 'fanout']]) {
+      const result = await prun(args, { env: box.env, cwd: dir, timeout: 20_000 });
+      const stderr = String(result.stderr);
+      expect(result.timedOut, stderr).toBe(false);
+      expect(stderr).toContain(`the ledger ${ledger} is not a regular file`);
+      expect(stderr).not.toContain('internal error');
+      expect(stderr.trim().split('\n'), stderr).toHaveLength(1);
+      expect(result.exitCode, stderr).toBe(102);
+    }
+    rmSync(ledger);
+    writeFileSync(ledger, ledgerText);
+
+    const lock = join(dir, 'fanout', 'driver.lock');
+    rmSync(lock);
+    expect(spawnSync('mkfifo', [lock]).status).toBe(0);
+    const status = await prun(['status', 'fanout'], { env: box.env, cwd: dir, timeout: 20_000 });
+    expect(status.timedOut, String(status.stderr)).toBe(false);
+    expect(String(status.stderr)).not.toContain('internal error');
+    const resume = await prun(['batch', '--resume', 'fanout'], { env: box.env, cwd: dir, timeout: 20_000 });
+    expect(resume.timedOut).toBe(false);
+    expect(String(resume.stderr)).not.toContain('internal error');
+    expect(String(resume.stderr)).toContain(`the batch's lock file ${lock} is not a regular file`);
+    expect(resume.exitCode, String(resume.stderr)).toBe(2);
+    expect(workerCalls(box.logDir).length).toBe(calls);
+  });
+});

@@ -87,6 +87,7 @@ describe.skipIf(!fishAvailable)(`fish completion descriptions${fishAvailable ? '
     usage: ['COMMAND'],
     options: [{ long: '--answer', help: "print the job's final answer" }],
     commands: [{ name: 'peek', summary: 'the job\'s log, a \\ backslash and "double" quotes' }],
+    exitCodes: [],
   };
   const described = (line: string): string[] => {
     const fishHome = mkdtempSync(join(tmpdir(), 'prun-completion-fish-'));

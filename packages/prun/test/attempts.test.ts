@@ -51,7 +51,7 @@ describe('prun batch summary table', () => {
     const dir = join(work, 'fanout');
     const run = prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: work });
     await waitFor(() => existsSync(dir) && ledger(dir).some((l) => l.id === 'gone' && (l as { dispatcher_pid?: number }).dispatcher_pid !== undefined), 'the dispatcher of gone');
-    const pid = (ledger(dir).findLast((l) => l.id === 'gone' && (l as { dispatcher_pid?: number }).dispatcher_pid !== undefined) as { dispatcher_pid: number }).dispatcher_pid;
+    const pid = (ledger(dir).findLast((l) => l.id === 'gone' && (l as { dispatcher_pid?: number }).dispatcher_pid !== undefined) as unknown as { dispatcher_pid: number }).dispatcher_pid;
     process.kill(pid, 'SIGKILL');
     const ended = await run;
     expect(ended.exitCode).toBe(1);

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Thin shim: everything lives in the built library so the bin starts fast and stays testable.
+// Thin shim: kit's runBin closes the debugger door, guards the streams, answers --version and
+// loads the built command; a failure that is no CliError ends in its one catch (exit 70).
 import module from 'node:module';
 module.enableCompileCache?.();
-const { main } = await import('../dist/cli.js');
-await main(process.argv.slice(2));
+const { runBin } = await import('@prun/kit/cli');
+await runBin({ name: 'prun', manifest: new URL('../package.json', import.meta.url), load: () => import('../dist/cli.js') });

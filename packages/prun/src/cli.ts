@@ -1,18 +1,17 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
-import { closeDebuggerDoor, STOP_SIGNALS } from '@prun/kit/cli';
-import { MONITOR_ENV, isAgentCaller, readSecondsSetting, UsageError as SettingError } from '@prun/monitor';
-import { ArgvError, parseArgv, renderHelp } from '@prun/kit/spec';
+import { CliError, closeDebuggerDoor, endProcess, STOP_SIGNALS } from '@prun/kit/cli';
+import { MONITOR_ENV, isAgentCaller, readSecondsSetting } from '@prun/monitor';
+import { parseArgv, renderHelp } from '@prun/kit/spec';
 import { z } from 'zod';
 import { BatchRun, batchPaths, type BatchOutcome } from './batch.js';
-import { BatchError, EXIT } from './errors.js';
+import { EXIT } from './errors.js';
 import { createBatch, openBatch } from './open.js';
-import { CloneError, throwawayClone } from './clone.js';
+import { throwawayClone } from './clone.js';
 import { TOOL_COMMANDS } from './commands.js';
 import { completionScript, type Shell } from './completion.js';
 import { fullSpec, OWN_SPEC } from './spec.js';
-import { PlanError } from './plan.js';
 import { batchStatus, renderStatus, renderTable } from './status.js';
 
 const NAME = 'prun';
@@ -20,7 +19,8 @@ const NAME = 'prun';
 /** File-system error codes that mean a path or permission the user can fix. */
 const PATH_ERRORS = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ELOOP', 'EEXIST', 'ENOTEMPTY', 'ENOSPC', 'EDQUOT']);
 
-class UsageError extends Error {}
+/** prun's own usage errors are kit's one error type (exit 2). */
+const UsageError = CliError;
 
 /** The help of prun itself: every command, the fronted bins' summaries from their own declarations. */
 async function help(): Promise<string> {
@@ -215,8 +215,11 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     }
     const tool = TOOL_COMMANDS.find((candidate) => candidate.name === command);
     if (tool) {
-      const { main: toolMain } = await tool.load();
-      await toolMain(rest);
+      const loaded = await tool.load();
+      await loaded.main(rest);
+      // A tool whose exit code must hold against a late signal (the dispatcher) ends at its bin
+      // edge once its output is flushed; prun hosting it is that edge.
+      if ((loaded as { exitWhenDone?: boolean }).exitWhenDone === true) await endProcess();
       return;
     }
     // Every command of prun's own answers -h/--help and --version, whatever else is on the line.
@@ -247,15 +250,12 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         throw new UsageError(`unknown command: ${command} (see prun --help)`);
     }
   } catch (error) {
-    const known =
-      error instanceof UsageError || error instanceof ArgvError || error instanceof SettingError || error instanceof PlanError || error instanceof BatchError || error instanceof CloneError;
     const errno = (error as NodeJS.ErrnoException | undefined)?.code;
     const isArgError = errno?.startsWith('ERR_PARSE_ARGS') === true;
     // A permission or path problem is the user's to fix, not a bug: a usage error naming it.
     const isPathError = errno !== undefined && PATH_ERRORS.has(errno);
-    const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`${NAME}: ${known || isArgError || isPathError ? message : `internal error: ${message}`}\n`);
-    process.exitCode =
-      error instanceof BatchError || error instanceof CloneError ? error.exitCode : known || isArgError || isPathError ? EXIT.usage : EXIT.internal;
+    if (!(error instanceof CliError) && !isArgError && !isPathError) throw error; // runBin's one catch: internal error, 70
+    process.stderr.write(`${NAME}: ${(error as Error).message}\n`);
+    process.exitCode = error instanceof CliError ? error.exitCode : EXIT.usage;
   }
 }

@@ -1,13 +1,11 @@
+import { CliError } from '@prun/kit/cli';
 import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync } from 'node:fs';
 import { resolve } from 'node:path';
 
-export class CloneError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number,
-  ) {
-    super(message);
+export class CloneError extends CliError {
+  constructor(message: string, exitCode: number) {
+    super(message, { exitCode });
     this.name = 'CloneError';
   }
 }

@@ -1,3 +1,4 @@
+import { CliError } from '@prun/kit/cli';
 import { QUOTA_EXHAUSTED_EXIT } from '@prun/quota';
 
 /** prun's own exit codes (docs/exit-codes.md); 1-100 is a finished batch's count of failed and invalid units. */
@@ -13,12 +14,10 @@ export const EXIT = {
   ledger: 102,
 } as const;
 
-export class BatchError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number,
-  ) {
-    super(message);
+/** A batch refusal or stop with its own exit code: kit's one error type, so every catch knows it. */
+export class BatchError extends CliError {
+  constructor(message: string, exitCode: number) {
+    super(message, { exitCode });
     this.name = 'BatchError';
   }
 }

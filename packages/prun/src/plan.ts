@@ -1,3 +1,4 @@
+import { CliError } from '@prun/kit/cli';
 import { dirname, extname, isAbsolute, resolve } from 'node:path';
 import { unitIdProblem } from '@prun/dispatcher-agy';
 import { readHead } from '@prun/kit/fs';
@@ -85,7 +86,8 @@ export interface ResolvedUnit {
   dependsOn: string[];
 }
 
-export class PlanError extends Error {
+/** A bad plan: a usage error (exit 2) naming the field. */
+export class PlanError extends CliError {
   constructor(message: string) {
     super(message);
     this.name = 'PlanError';

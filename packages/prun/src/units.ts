@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { readHead } from '@prun/kit/fs';
 import { resultFileOfArgv } from './dispatcher.js';
 import { STATE_DIR_LINE_PREFIX, STATE_FILES, isProcessAlive, parseResultSummary, readStateEntry, type ResultSummary } from '@prun/unit-state';
@@ -86,8 +87,26 @@ export interface DispatcherIdentity {
  * another unit's dispatcher, is never taken for this unit's.
  */
 export function isDispatcherFor(pid: number, resultPath: string, start: string | null = null): boolean {
-  if (resultFileArgument(pid) !== resultPath || !isRunning(pid)) return false;
+  const argument = resultFileArgument(pid);
+  if (argument === null || !samePlace(argument, resultPath) || !isRunning(pid)) return false;
   return start === null || processStartTime(pid) === start;
+}
+
+/** A result path with its folder's symlinks resolved (the file itself may not exist yet). */
+function canonicalPath(path: string): string {
+  try {
+    return join(realpathSync(dirname(path)), basename(path));
+  } catch {
+    return path;
+  }
+}
+
+/**
+ * Whether two result paths name one place: a batch directory reached through a symlink on one
+ * run and by its real path on the next must still recognise its own live dispatchers.
+ */
+export function samePlace(a: string, b: string): boolean {
+  return a === b || canonicalPath(a) === canonicalPath(b);
 }
 
 /**

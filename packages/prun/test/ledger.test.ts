@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -184,6 +184,13 @@ describe('dispatcher identity', () => {
       expect(isDispatcherFor(process.pid, result, null)).toBe(false);
       expect(findDispatcherFor(result)).toEqual({ pid: child.pid, start });
       expect(findDispatcherFor(`${result}.old`)?.pid).toBe(old.pid);
+      // The batch directory reached through a symlink names the same dispatcher (no double dispatch).
+      mkdirSync(join(dir, 'results'), { recursive: true });
+      symlinkSync(dir, `${dir}-link`);
+      dirs.push(`${dir}-link`);
+      expect(isDispatcherFor(child.pid!, join(`${dir}-link`, 'results', 'w1.md'), start)).toBe(true);
+      expect(findDispatcherFor(join(`${dir}-link`, 'results', 'w1.md'))).toEqual({ pid: child.pid, start });
+      expect(isDispatcherFor(child.pid!, join(`${dir}-link`, 'results', 'w2.md'), start)).toBe(false);
     } finally {
       child.kill('SIGKILL');
       old.kill('SIGKILL');

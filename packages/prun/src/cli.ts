@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
-import { CliError, closeDebuggerDoor, endProcess, STOP_SIGNALS } from '@prun/kit/cli';
+import { CliError, closeDebuggerDoor, endProcess, formatCliError, STOP_SIGNALS } from '@prun/kit/cli';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting } from '@prun/monitor';
 import { parseArgv, renderHelp } from '@prun/kit/spec';
 import { z } from 'zod';
@@ -255,7 +255,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     // A permission or path problem is the user's to fix, not a bug: a usage error naming it.
     const isPathError = errno !== undefined && PATH_ERRORS.has(errno);
     if (!(error instanceof CliError) && !isArgError && !isPathError) throw error; // runBin's one catch: internal error, 70
-    process.stderr.write(`${NAME}: ${(error as Error).message}\n`);
+    // kit's one formatting of a known error (its hint line too, as the bins print it).
+    process.stderr.write(error instanceof CliError ? formatCliError(NAME, error) : `${NAME}: ${(error as Error).message}\n`);
     process.exitCode = error instanceof CliError ? error.exitCode : EXIT.usage;
   }
 }

@@ -11,6 +11,7 @@ import { dispatcherCommandLine, type DispatchRequest } from './dispatcher.js';
 import { EXIT } from './errors.js';
 import { LOCK_FILE } from './lock.js';
 import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
+import { BATCH_FILES } from '@prun/unit-state/ledger';
 import { countsAgainstBatch, isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
 import { cancelledResultText, clearCancelRequest, pendingCancelRequests } from './cancel-requests.js';
 import { haltReached, type HaltRule } from './halt.js';
@@ -35,8 +36,8 @@ export function batchPaths(dir: string) {
   const root = resolve(dir);
   return {
     dir: root,
-    plan: join(root, 'plan.json'),
-    ledger: join(root, 'ledger.jsonl'),
+    plan: join(root, BATCH_FILES.plan),
+    ledger: join(root, BATCH_FILES.ledger),
     lock: join(root, LOCK_FILE),
     prompts: join(root, 'prompts'),
     results: join(root, 'results'),

@@ -12,9 +12,10 @@ import { readLedger, type LedgerEntry } from './ledger.js';
 import { liveLockHolder } from './lock.js';
 import { openBatch } from './open.js';
 import { loadPlan, PlanError } from './plan.js';
+import { SETTLED_STATUSES } from './clean.js';
 
-/** Statuses a cancel leaves alone: the unit has already settled for good. */
-const FINAL = new Set(['done', 'failed', 'invalid', 'cancelled']);
+/** Statuses a cancel leaves alone: the unit has already settled for good (the ones `prun clean` takes as settled). */
+const FINAL = new Set<string>(SETTLED_STATUSES);
 
 /** How long `prun cancel` waits for a live driver to record a stopped unit's end. */
 const DRIVER_WAIT_MS = 60_000;

@@ -8,14 +8,12 @@ import { z } from 'zod';
 import { BatchRun, batchPaths, type BatchOutcome } from './batch.js';
 import { EXIT } from './errors.js';
 import { checkNewBatch, createBatch, openBatch } from './open.js';
-import { planSchedule, readSnapshotNow, renderDryRun } from './dry-run.js';
 import { unitDoneHook } from './on-unit-done.js';
 import { throwawayClone } from './clone.js';
 import { TOOL_COMMANDS } from './commands.js';
 import { completionScript, type Shell } from './completion.js';
 import { fullSpec, OWN_SPEC } from './spec.js';
 import { batchStatus, renderStatus, renderTable } from './status.js';
-import { cancelUnits, renderCancel } from './cancel.js';
 import { parseHalt, type HaltRule } from './halt.js';
 import { liveLockHolder } from './lock.js';
 
@@ -207,6 +205,7 @@ async function runDryRun(plan: string, dir: string | undefined, env: NodeJS.Proc
   const now = new Date();
   // The very checks a real run makes before it creates anything; then only reading.
   const { units, target } = checkNewBatch(plan, dir, env, cwd, now);
+  const { planSchedule, readSnapshotNow, renderDryRun } = await import('./dry-run.js');
   const schedule = planSchedule(units, target, env, await readSnapshotNow(env, now.getTime()));
   process.stdout.write(json ? `${JSON.stringify({ dry_run: true, ...schedule })}\n` : renderDryRun(schedule, plan));
   return EXIT.ok;
@@ -218,6 +217,7 @@ async function runCancel(argv: string[], env: NodeJS.ProcessEnv): Promise<number
   const message = (line: string): void => {
     process.stderr.write(`${NAME}: ${line}\n`);
   };
+  const { cancelUnits, renderCancel } = await import('./cancel.js');
   const reports = await cancelUnits(dir, ids, { env, cwd: process.cwd(), message });
   process.stdout.write(renderCancel(reports, liveLockHolder(batchPaths(resolve(dir)).lock)));
   return EXIT.ok;
@@ -294,6 +294,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       case 'cancel':
         process.exitCode = await runCancel(rest, env);
         return;
+      case 'clean': {
+        const { options, positionals } = parseOwn('clean', rest);
+        const flags = { dryRun: options['dry-run'] === true, snapshot: options['snapshot'] === true, clones: options['clones'] === true, json: options['json'] === true };
+        const warn = (line: string): void => void process.stderr.write(`${NAME}: ${line}\n`);
+        process.exitCode = await (await import('./clean.js')).runClean(positionals[0]!, flags, env, process.cwd(), warn);
+        return;
+      }
       case 'clone':
         process.exitCode = runClone(rest);
         return;

@@ -53,8 +53,12 @@ function checkIds(dir: string, ids: string[]): string[] {
   return [...new Set(ids)];
 }
 
-/** Take the batch's driver lock if no driver holds it, acting on the requests as a driver that starts nothing. */
-async function actWithoutDriver(dir: string, options: CancelOptions): Promise<boolean> {
+/**
+ * Take the batch's driver lock if no driver holds it (false when one does) and act on the
+ * requests as a driver that starts nothing. The batch is checked as `--resume` checks it (a
+ * damaged ledger, a moved directory) before `request` leaves anything in it.
+ */
+async function actWithoutDriver(dir: string, options: CancelOptions, request: () => void): Promise<boolean> {
   let opened;
   try {
     opened = await openBatch(dir, options.env, options.cwd, { preflight: false });
@@ -63,6 +67,7 @@ async function actWithoutDriver(dir: string, options: CancelOptions): Promise<bo
     throw error;
   }
   try {
+    request();
     const run = new BatchRun(opened.paths, opened.units, opened.ledger, {
       jobs: 1,
       quotaWait: true,
@@ -89,14 +94,20 @@ export async function cancelUnits(dirArg: string, idsArg: string[], options: Can
   const before = readLedger(paths.ledger).latest;
   const wanted = ids.filter((id) => !FINAL.has(before.get(id)?.status ?? 'queued'));
   const by = `prun cancel (pid ${process.pid})`;
-  for (const id of wanted) writeCancelRequest(paths.dir, id, by);
+  let requested = false;
+  const request = (): void => {
+    if (requested) return;
+    requested = true;
+    for (const id of wanted) writeCancelRequest(paths.dir, id, by);
+  };
 
   const settledAll = (latest: Map<string, LedgerEntry>): boolean => wanted.every((id) => FINAL.has(latest.get(id)?.status ?? ''));
   if (wanted.length > 0) {
     const deadline = Date.now() + DRIVER_WAIT_MS;
     for (;;) {
-      // A live driver acts on the requests; none (or one that just ended): act ourselves.
-      if (liveLockHolder(paths.lock) === null && (await actWithoutDriver(paths.dir, options))) break;
+      // No driver (or one that just ended): act ourselves. A live one acts on the requests.
+      if (liveLockHolder(paths.lock) === null && (await actWithoutDriver(paths.dir, options, request))) break;
+      request();
       if (settledAll(readLedger(paths.ledger).latest) || Date.now() > deadline) break;
       await sleep(100);
     }

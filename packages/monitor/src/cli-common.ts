@@ -1,5 +1,5 @@
 import { CliError, EXIT_INTERNAL, formatInternalError, packageVersion, printable, usageError } from '@prun/kit/cli';
-import { ArgvError, parseArgv, renderHelp, type BinSpec } from '@prun/kit/spec';
+import { ArgvError, parseArgv, renderHelp, usageMistake, type BinSpec } from '@prun/kit/spec';
 import { BoundedLineSplitter, MAX_OPERAND_LINE_BYTES, classifyOperandLine } from './operands.js';
 import { MAX_ENTRY_BYTES } from '@prun/unit-state';
 import type { WatchLoop } from './loop.js';
@@ -32,7 +32,7 @@ export function parseArgs(argv: readonly string[], spec: BinSpec = MONITOR_SPEC)
   parsed.json = result.options['json'] === true;
   parsed.operands = result.positionals;
   if (parsed.operands.includes('-')) {
-    if (parsed.operands.length !== 1) throw usageError('`-` (operands from stdin) must be the only operand');
+    if (parsed.operands.length !== 1) throw usageMistake(spec, '`-` (operands from stdin) must be the only operand');
     parsed.stdin = true;
     parsed.operands = [];
   }

@@ -3,7 +3,7 @@
  * and what to publish once the worker is gone. No I/O here; run.ts does that.
  */
 import { EXIT_TEMPFAIL } from '@prun/kit/cli';
-import { PY_WHITESPACE_RUN, pyJsonLoads, pyStrip, splitLines as pySplitlinesKit, splitUniversalLines } from '@prun/kit/py';
+import { PY_WHITESPACE_RUN, pyJsonLoads, pyRstrip, pyStrip, splitLines as pySplitlinesKit, splitUniversalLines } from '@prun/kit/py';
 import { resultShapeLines } from '@prun/unit-state';
 import { z } from 'zod';
 import type { Mode } from './args.js';
@@ -40,11 +40,6 @@ export function buildRelayPrompt(unitId: string, prompt: string): string {
     '--- END UNIT REQUEST ---',
     '',
   ].join('\n');
-}
-
-/** Python's `str.rstrip()`: a leading NUL (never whitespace) shields the left end. */
-function pyRstrip(text: string): string {
-  return pyStrip(`\0${text}`).slice(1);
 }
 
 /**

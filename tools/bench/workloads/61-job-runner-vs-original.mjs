@@ -1,15 +1,15 @@
 // prun-job beside multi_agent.py on the same workload, measured in the same run: how long
 // `run --background`, `steer` and `list` (200 jobs) take, and how big a runner is while a job
 // runs. Both drive the same stand-in pi (a shell loop that starts a run and answers steers), so
-// the numbers are the tools' own, not pi's. multi_agent.py is taken from $PRUN_BENCH_ORIGINALS
-// (a folder holding it); without it only the rows against bare Node are printed.
+// the numbers are the tools' own, not pi's. multi_agent.py is taken from $PRUN_ORIGINALS (a
+// folder holding it, outside this repository); without it only the rows against bare Node are printed.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const title = 'job-runner vs multi_agent.py: run --background, steer, list of 200 jobs, runner memory (stand-in pi)';
 
-const ORIGINALS = process.env.PRUN_BENCH_ORIGINALS ?? '/work/shared/seeds';
+const ORIGINALS = process.env.PRUN_ORIGINALS ?? '';
 
 // Answers the prompt and every steer as pi does during a run, never settles, ends with its stdin.
 const STAND_IN_PI = `#!/bin/sh
@@ -104,7 +104,7 @@ export async function run(ctx) {
   ctx.report(memory);
   const prunRss = memory.find((m) => m.label.startsWith('prun-job'));
   if (prunRss) process.stdout.write(`  prun-job runner over bare node: ${(prunRss.value - memory[0].value).toFixed(1)} MiB (goal: at most 30)\n`);
-  if (!haveSeed) process.stdout.write(`  multi_agent.py not found in ${ORIGINALS}: set PRUN_BENCH_ORIGINALS to the folder holding it\n`);
+  if (!haveSeed) process.stdout.write(`  multi_agent.py not found in ${ORIGINALS || "(PRUN_ORIGINALS unset)"}: set PRUN_ORIGINALS to the folder holding it\n`);
 
   // The table for the job-runner README: ratios only.
   const ratio = (list) => (list.length === 2 ? `${(list[1].ms / list[0].ms).toFixed(2)}×` : 'n/a');

@@ -240,6 +240,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       case 'status':
         process.exitCode = runStatus(rest);
         return;
+      case 'clean': {
+        const { options, positionals } = parseOwn('clean', rest);
+        const flags = { dryRun: options['dry-run'] === true, snapshot: options['snapshot'] === true, clones: options['clones'] === true, json: options['json'] === true };
+        const warn = (line: string): void => void process.stderr.write(`${NAME}: ${line}\n`);
+        process.exitCode = await (await import('./clean.js')).runClean(positionals[0]!, flags, env, process.cwd(), warn);
+        return;
+      }
       case 'clone':
         process.exitCode = runClone(rest);
         return;

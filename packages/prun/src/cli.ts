@@ -1,9 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
-import { CliError, closeDebuggerDoor, endProcess, formatCliError, STOP_SIGNALS } from '@prun/kit/cli';
+import { CliError, closeDebuggerDoor, endProcess, formatCliError, packageVersion, STOP_SIGNALS } from '@prun/kit/cli';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting } from '@prun/monitor';
-import { parseArgv, renderHelp } from '@prun/kit/spec';
+import { parseArgv, renderHelp, unknownCommand } from '@prun/kit/spec';
 import { z } from 'zod';
 import { BatchRun, batchPaths, type BatchOutcome } from './batch.js';
 import { EXIT } from './errors.js';
@@ -56,12 +56,11 @@ async function runHelp(words: string[]): Promise<number> {
     process.stdout.write(renderHelp(OWN_SPEC, [command]));
     return 0;
   }
-  throw new UsageError(`unknown command: ${command} (see prun --help)`);
+  throw unknownCommand(OWN_SPEC, command);
 }
 
 function version(): string {
-  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
-  return manifest.version;
+  return packageVersion(new URL('../package.json', import.meta.url));
 }
 
 const Positive = z.coerce.number().int().positive();
@@ -308,7 +307,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         process.exitCode = await runCompletion(rest);
         return;
       default:
-        throw new UsageError(`unknown command: ${command} (see prun --help)`);
+        // `prun --bogus` is an unknown option (kit's parser says so), `prun bogus` an unknown command.
+        if (command.startsWith('-')) parseArgv(OWN_SPEC, [command]);
+        throw unknownCommand(OWN_SPEC, command);
     }
   } catch (error) {
     const errno = (error as NodeJS.ErrnoException | undefined)?.code;

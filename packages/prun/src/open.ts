@@ -18,6 +18,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { isDirectory } from '@prun/kit/fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { batchPaths, queuedEntry, unitEnv, type BatchPaths } from './batch.js';
 import { dispatcherRefusal, type PreflightUnit } from './dispatcher.js';
@@ -50,13 +51,7 @@ function preflightUnits(units: ResolvedUnit[], env: NodeJS.ProcessEnv, paths: Ba
   for (const unit of units) {
     // A clone made on an earlier run is reused; only a clone still to make needs its source.
     if (unit.clone !== null && !existsSync(paths.clone(unit.id))) {
-      let isDir = false;
-      try {
-        isDir = statSync(unit.clone).isDirectory();
-      } catch {
-        isDir = false;
-      }
-      if (!isDir) throw new BatchError(`unit ${unit.id}: clone source is not a directory: ${unit.clone}`, EXIT.usage);
+      if (!isDirectory(unit.clone)) throw new BatchError(`unit ${unit.id}: clone source is not a directory: ${unit.clone}`, EXIT.usage);
     }
     const check: PreflightUnit = {
       id: unit.id,

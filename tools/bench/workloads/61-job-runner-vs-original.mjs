@@ -3,17 +3,17 @@
 // alike: how long `run --background`, `steer` and `list` (200 jobs) take, and how big a runner
 // is while a job runs. Both drive the same stand-in pi (a shell loop that starts a run and
 // answers steers), so the numbers are the tools' own, not pi's. multi_agent.py is taken from
-// $PRUN_BENCH_ORIGINALS (a folder holding it, default the seeds folder); without it only the rows
+// originalsDir() (PRUN_BENCH_ORIGINALS or PRUN_ORIGINALS: a folder holding it, outside this repository); without it only the rows
 // against bare Node are printed. Goals (issue #15): each command at most 1.5 times the seed's
 // time, the runner at most 30 MiB over an idle bare Node.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runProcess } from '../lib.mjs';
+import { originalsDir, runProcess } from '../lib.mjs';
 
 export const title = 'job-runner vs multi_agent.py: run --background, steer, list of 200 jobs, runner memory (stand-in pi)';
 
-const ORIGINALS = process.env.PRUN_BENCH_ORIGINALS ?? '/work/shared/seeds';
+const ORIGINALS = originalsDir() ?? '';
 const RUNS = Number(process.env.PRUN_BENCH_JOB_RUNS ?? 9);
 const GOAL_RATIO = 1.5;
 const GOAL_RUNNER_MIB = 30;
@@ -136,5 +136,5 @@ export async function run(ctx) {
     const over = prunRss.rssMiB - memory[0].rssMiB;
     process.stdout.write(`  runner: ${over.toFixed(1)} MiB over an idle bare node, goal <= ${GOAL_RUNNER_MIB}: ${over <= GOAL_RUNNER_MIB ? 'met' : 'NOT met'}\n`);
   }
-  if (!haveSeed) process.stdout.write(`  multi_agent.py not found in ${ORIGINALS}: set PRUN_BENCH_ORIGINALS to the folder holding it\n`);
+  if (!haveSeed) process.stdout.write(`  multi_agent.py not found in ${ORIGINALS}: set PRUN_BENCH_ORIGINALS (or PRUN_ORIGINALS) to the folder holding it\n`);
 }

@@ -203,7 +203,9 @@ export function inspectUnit(
   }
   let tail: UnitObservation['tail'];
   try {
-    tail = tailBytesOf(statFact(fs, childPath(unit, STATE_FILES.tail).fs));
+    // A plain string path needs no byte handling: `dir/tail` as it is.
+    const tailPath = typeof unit.fs === 'string' ? `${unit.fs}/${STATE_FILES.tail}` : childPath(unit, STATE_FILES.tail).fs;
+    tail = tailBytesOf(statFact(fs, tailPath));
   } catch (error) {
     tail = { bytes: null, error: { stage: 'tail', error: errorName(error) } };
   }

@@ -334,7 +334,7 @@ describe('options', () => {
   });
 
   it.each([
-    [['--bogus'], 'unknown option: --bogus (see --help)'],
+    [['--bogus'], 'unknown option: --bogus (see prun-report-state --help)'],
     [['--json=1'], '--json takes no value'],
     [['stray'], "unexpected argument 'stray'"],
     [['--sort', 'bad'], "--sort must be path or tail-bytes-desc, not 'bad'"],

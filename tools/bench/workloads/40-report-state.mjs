@@ -1,7 +1,7 @@
 // prun-report-state over 10,000 units beside a bare walk that makes the same system calls
 // (a typed readdir, the result-file read as report-state reads it, a stat of the target and of
 // the tail; a unit's own stat only when the listing shows a symlink) with nothing else: the goal is at most 1.6 times that walk, and at
-// most the original Python tool (measured when PRUN_BENCH_ORIGINALS names a folder holding
+// most the original Python tool (measured when PRUN_BENCH_ORIGINALS, or PRUN_ORIGINALS, names a folder holding
 // prun_state.py, otherwise against the ratio recorded for it in issue #15).
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -67,7 +67,7 @@ process.stdout.write(units + ' ' + bytes + '\\n');
 `;
 
 function originalScript() {
-  const folder = process.env.PRUN_BENCH_ORIGINALS;
+  const folder = lib.originalsDir();
   if (!folder) return null;
   const script = join(folder, 'prun_state.py');
   if (existsSync(script)) return script;

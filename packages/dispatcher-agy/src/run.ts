@@ -21,6 +21,7 @@ import {
   quotaNoteLineFor,
   resolveAgainstListing,
 } from '@prun/model-resolve';
+// The dispatch entry: routing without zod; the snapshot's schemas load only when a snapshot is read.
 import {
   QUOTA_EXHAUSTED_EXIT,
   loadPoolStatesForDispatch,
@@ -30,7 +31,7 @@ import {
   routeNeedsSnapshot,
   snapshotLocation,
   type PoolStates,
-} from '@prun/quota';
+} from '@prun/quota/dispatch';
 import {
   STATE_FILES,
   formatStateDirLine,

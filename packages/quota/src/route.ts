@@ -1,7 +1,8 @@
 import type { Env } from './location.js';
 import { DEFAULT_MODEL, SECOND_MODEL, modelPool, pyStrip, type Pool } from './models.js';
 import { formatPercent } from './percent.js';
-import { REQUIRED_WINDOWS, type PoolState, type PoolStates } from './states.js';
+import type { PoolState, PoolStates } from './states.js';
+import { REQUIRED_WINDOWS } from './windows.js';
 
 /** The exit code of a dispatch the quota gate refuses (EX_TEMPFAIL). */
 export const QUOTA_EXHAUSTED_EXIT = 75;

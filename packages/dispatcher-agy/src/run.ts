@@ -43,7 +43,7 @@ import {
   systemTempDir,
 } from '@prun/unit-state';
 import { parseArgs } from './args.js';
-import { HELP, USAGE } from './help.js';
+import { helpText, usageText } from './help.js';
 import {
   buildRelayPrompt,
   buildWorkerArgv,
@@ -336,7 +336,7 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
   const env = io.env;
   const parsed = parseArgs(argv);
   if (parsed.kind === 'help') {
-    io.stdout(run.bin?.help() ?? HELP);
+    io.stdout(run.bin?.help() ?? helpText());
     return 0;
   }
   if (parsed.kind === 'version') {
@@ -344,7 +344,7 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
     return 0;
   }
   if (parsed.kind === 'error') {
-    io.stderr(`${USAGE}\n${MESSAGE_PREFIX}error: ${parsed.message}\n`);
+    io.stderr(`${usageText()}\n${MESSAGE_PREFIX}error: ${parsed.message}\n`);
     return 2;
   }
   const cwd = realpathSync(run.cwd());

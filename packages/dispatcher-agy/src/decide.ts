@@ -3,7 +3,7 @@
  * and what to publish once the worker is gone. No I/O here; run.ts does that.
  */
 import { EXIT_TEMPFAIL } from '@prun/kit/cli';
-import { PY_WHITESPACE_RUN, pyJsonLoads, pyStrip, splitLines as pySplitlinesKit, splitUniversalLines } from '@prun/kit/py';
+import { PY_WHITESPACE_RUN, pyJsonLoads, pyRstrip, pyStrip, splitLines as pySplitlinesKit, splitUniversalLines } from '@prun/kit/py';
 import { resultShapeLines } from '@prun/unit-state';
 import type { Mode } from './args.js';
 
@@ -39,11 +39,6 @@ export function buildRelayPrompt(unitId: string, prompt: string): string {
     '--- END UNIT REQUEST ---',
     '',
   ].join('\n');
-}
-
-/** Python's `str.rstrip()`: a leading NUL (never whitespace) shields the left end. */
-function pyRstrip(text: string): string {
-  return pyStrip(`\0${text}`).slice(1);
 }
 
 /**
@@ -123,7 +118,7 @@ export function readEventStream(text: string): StreamReading {
   for (const line of splitUniversalLines(text)) {
     let event: unknown;
     try {
-      // Python's json.loads takes NaN and ±Infinity; they are never a string, so they change no field here.
+      // Python's json.loads (kit's): NaN and ±Infinity are read; no field below takes a number.
       event = pyJsonLoads(line);
     } catch {
       continue;

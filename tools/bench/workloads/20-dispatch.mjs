@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runProcess } from '../lib.mjs';
+import { originalsDir, runProcess } from '../lib.mjs';
 
 export const title = 'prun-dispatch-agy: one unit and 20 at once, beside starting the fake agy (and the original dispatcher)';
 
@@ -15,7 +15,7 @@ export const title = 'prun-dispatch-agy: one unit and 20 at once, beside startin
 const RECORDED_ORIGINAL = { oneMs: 51, twentyMs: [640, 710] };
 
 function originalScript() {
-  const folder = process.env.PRUN_BENCH_ORIGINALS;
+  const folder = originalsDir();
   if (!folder) return null;
   for (const name of ['dispatch-task-agy.py', 'dispatch_task_agy.py']) {
     const path = join(folder, name);
@@ -93,7 +93,7 @@ export async function run(ctx) {
     process.stdout.write(`  one dispatch vs the original (goal ≤ ×1.5): ${ratios.join('; ')}\n`);
   } else {
     process.stdout.write(
-      `  no dispatch-task-agy.py in PRUN_BENCH_ORIGINALS (${process.env.PRUN_BENCH_ORIGINALS ?? 'unset'}); ` +
+      `  no dispatch-task-agy.py in PRUN_BENCH_ORIGINALS (${originalsDir() ?? 'unset'}); ` +
         `recorded original (#15, other sitting): ${RECORDED_ORIGINAL.oneMs} ms, so preflight on is ×${(ours.on.ms / RECORDED_ORIGINAL.oneMs).toFixed(2)} of it, off ×${(ours.off.ms / RECORDED_ORIGINAL.oneMs).toFixed(2)}\n`,
     );
   }

@@ -272,7 +272,9 @@ export async function planLaunchAsync(setting: IsolationSetting, platform: NodeJ
 
 /**
  * What this machine gives does not change while a process runs: one probe per setting and
- * PATH (where setpriv, unshare and perl are found), however many units the process runs.
+ * PATH (where setpriv, unshare and perl are found), however many units the process runs. A
+ * probe that found no namespace is not kept (a failed fork under load must not leave every
+ * later unit of a long-lived host unisolated): the next unit probes again.
  */
 const plans = new Map<string, Promise<LaunchPlan>>();
 
@@ -282,6 +284,9 @@ export function cachedLaunchPlan(setting: IsolationSetting, platform: NodeJS.Pla
   if (plan === undefined) {
     plan = planLaunchAsync(setting, platform, isRoot, asyncProbe(env));
     plans.set(key, plan);
+    void plan.then((decided) => {
+      if (setting !== 'off' && decided.isolation.kind !== 'pid') plans.delete(key);
+    });
   }
   return plan;
 }

@@ -63,7 +63,7 @@ describe('--help is the declaration rendered, for the bin and every subcommand',
     // Every command the declaration lists (a new one is checked without editing this test), the
     // runs at once: one after another they take longer than a test may on a loaded machine.
     const commands = (OWN_SPEC.commands ?? []).filter((command) => !command.hidden).map((command) => command.name);
-    expect(commands).toEqual(expect.arrayContaining(['batch', 'status', 'clone', 'completion', 'help']));
+    expect(commands).toEqual(expect.arrayContaining(['batch', 'cancel', 'status', 'clone', 'completion', 'help']));
     const runs = commands.flatMap((command) =>
       [[command, '--help'], [command, '-h'], ['help', command]].map(async (argv) => {
         const result = await execFileAsync(process.execPath, [join(repoRoot, 'packages/prun/bin/prun.js'), ...argv], { encoding: 'utf8' });

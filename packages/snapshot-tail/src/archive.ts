@@ -79,10 +79,20 @@ export async function writeFully(out: FileHandle, data: Buffer, position: number
   }
 }
 
-// The same as a direct system call, for the tail's pieces: a write through libuv's thread pool
+/**
+ * The most one system call writes of the tail. Linux (6.x) backs a buffered write with page-cache
+ * folios as large as the write, and finding room for megabyte folios in a busy machine's memory
+ * costs the kernel far more than the copy: 1 GiB written 1 MiB at a time took 1.3 s of system time
+ * on this project's machines where 256 KiB at a time took 0.33 s, as `cp` does.
+ */
+export const WRITE_PIECE_BYTES = 256 * 1024;
+
+// The same as direct system calls, for the tail's pieces: a write through libuv's thread pool
 // costs two thread wake-ups and a promise per MiB, and the copy loop has nothing to do meanwhile.
 function writeFullySync(fd: number, data: Buffer, position: number): void {
-  for (let done = 0; done < data.length; ) done += writeSync(fd, data, done, data.length - done, position + done);
+  for (let done = 0; done < data.length; ) {
+    done += writeSync(fd, data, done, Math.min(WRITE_PIECE_BYTES, data.length - done), position + done);
+  }
 }
 
 /**

@@ -72,7 +72,7 @@ export async function bundleBins({ packageDir, entries, lazy = [] }) {
     logLevel: 'warn',
   });
   try {
-    await bundle.write({
+    const { output } = await bundle.write({
       dir: dist,
       format: 'esm',
       entryFileNames: `${BUNDLE_PREFIX}[name].js`,
@@ -82,9 +82,34 @@ export async function bundleBins({ packageDir, entries, lazy = [] }) {
         groups: chunkGroups({ entries: Object.values(input), lazy }),
       },
     });
+    const problem = eagerLoadProblem(output);
+    if (problem) throw new Error(problem);
   } finally {
     await bundle.close();
   }
+}
+
+/**
+ * What a start would load that only a dynamic import should: the entries, kit's runBin and the
+ * command must import (statically) nothing but each other. A chunk outside them that they import
+ * means a module reached only lazily (and what it loads, zod for instance) sits in the command
+ * chunk: it must be named with --lazy.
+ */
+export function eagerLoadProblem(output) {
+  const chunks = output.filter((item) => item.type === 'chunk');
+  const eager = new Set(chunks.filter((chunk) => chunk.isEntry || chunk.name === 'edge' || chunk.name === 'command').map((chunk) => chunk.fileName));
+  for (const chunk of chunks) {
+    if (!eager.has(chunk.fileName)) continue;
+    const lazyOnes = chunk.imports.filter((file) => !eager.has(file) && chunks.some((other) => other.fileName === file));
+    if (lazyOnes.length === 0) continue;
+    const held = chunks.filter((other) => lazyOnes.includes(other.fileName)).flatMap((other) => other.moduleIds);
+    const shown = held.slice(0, 3).map((id) => id.replace(/^.*(node_modules|packages)[\\/]/u, ''));
+    return (
+      `tools/bundle-bin.mjs: ${chunk.fileName} loads ${lazyOnes.join(', ')} at start (${shown.join(', ')}${held.length > 3 ? ', ...' : ''}): ` +
+      'name the workspace modules that only a dynamic import reaches with --lazy'
+    );
+  }
+  return null;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
@@ -96,5 +121,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1]
     process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ...]\n');
     process.exit(2);
   }
-  await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [] });
+  try {
+    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [] });
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  }
 }

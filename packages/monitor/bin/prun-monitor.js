@@ -1,4 +1,6 @@
 #!/usr/bin/env node
-// Thin shim: runBin answers --version, guards the streams and catches once; the command loads lazily.
-import { runBin } from '@prun/kit/cli';
-await runBin({ name: 'prun-monitor', manifest: new URL('../package.json', import.meta.url), load: () => import('../dist/monitor-cli.js') });
+// Thin shim: starts the bundled bin (src/monitor-bin.ts with everything it loads, built by
+// `pnpm build`: tools/bundle-bin.mjs), so a start reads a few files instead of about twenty.
+import module from 'node:module';
+module.enableCompileCache?.();
+await import('../dist/bundle-monitor-bin.js');

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Thin shim: runBin answers --version, guards the streams and loads the command only when needed.
+// Thin shim: starts the bundled bin (src/bin.ts with everything it loads, built by `pnpm build`:
+// tools/bundle-bin.mjs), so a start reads a few files instead of about twenty-five.
 import module from 'node:module';
 module.enableCompileCache?.();
-const { runBin } = await import('@prun/kit/cli');
-await runBin({ name: 'prun-report-state', manifest: new URL('../package.json', import.meta.url), load: () => import('../dist/cli.js') });
+await import('../dist/bundle-bin.js');

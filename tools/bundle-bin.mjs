@@ -11,6 +11,12 @@
 //                at its top level, and in the same chunk that import would wait for itself.
 // --lazy PATH    a workspace module (packages/PATH) that loads only behind a dynamic import: it
 //                stays in a chunk of its own, with what only it loads, instead of the command's.
+// --cjs          each entry becomes one CommonJS file, dist/bundle-NAME.cjs, with everything it
+//                loads but the --lazy modules (chunks of their own, required on demand), kit's
+//                runBin included. A CommonJS bin (bin/*.cjs) is read and compiled synchronously:
+//                Node starts neither its ES module loader nor the thread pool that loader reads
+//                files through, which is most of what a short-lived bin spends over `node -e ''`.
+//                The entry must not await at its top level (CommonJS has no top-level await).
 //
 // Output, all in dist/ so that `new URL('../package.json', import.meta.url)` still names the
 // package's manifest:
@@ -30,7 +36,7 @@ export const BUNDLE_PREFIX = 'bundle-';
 
 /** Whether `relative` (a path inside dist/) is this script's output. */
 export function isBundleOutput(relative) {
-  return relative.startsWith(BUNDLE_PREFIX) && !relative.includes('/') && relative.endsWith('.js');
+  return relative.startsWith(BUNDLE_PREFIX) && !relative.includes('/') && /\.c?js$/u.test(relative);
 }
 
 /** Whether a package's manifest builds its bins with this script. */
@@ -57,9 +63,32 @@ export function chunkGroups({ entries, lazy }) {
   ];
 }
 
-export async function bundleBins({ packageDir, entries, lazy = [] }) {
+export async function bundleBins({ packageDir, entries, lazy = [], cjs = false }) {
   const { rolldown } = await import('rolldown');
   const dist = `${resolve(packageDir, 'dist')}${sep}`;
+  if (cjs) {
+    // One build per entry: the entry and every workspace module it loads but the lazy ones make one
+    // file (it does not await at its top level, so its own dynamic import of the command is fine).
+    for (const name of entries) {
+      const entry = `${dist}${name}.js`;
+      const groups = chunkGroups({ entries: [], lazy }).filter((group) => group.name === 'command');
+      const bundle = await rolldown({ input: { [name]: entry }, platform: 'node', external: [/^node:/u], preserveEntrySignatures: 'allow-extension', logLevel: 'warn' });
+      try {
+        const { output } = await bundle.write({
+          dir: dist,
+          format: 'cjs',
+          entryFileNames: `${BUNDLE_PREFIX}[name].cjs`,
+          chunkFileNames: `${BUNDLE_PREFIX}[name]-[hash].cjs`,
+          codeSplitting: { includeDependenciesRecursively: false, groups },
+        });
+        const problem = eagerLoadProblem(output);
+        if (problem) throw new Error(problem);
+      } finally {
+        await bundle.close();
+      }
+    }
+    return;
+  }
   const input = Object.fromEntries(entries.map((name) => [name, `${dist}${name}.js`]));
   const bundle = await rolldown({
     input,
@@ -114,15 +143,15 @@ export function eagerLoadProblem(output) {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const { values, positionals } = parseArgs({
-    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true } },
+    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true }, cjs: { type: 'boolean' } },
     allowPositionals: true,
   });
   if (!values.entry?.length || positionals.length > 1) {
-    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ...]\n');
+    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ... | --cjs]\n');
     process.exit(2);
   }
   try {
-    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [] });
+    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [], cjs: values.cjs ?? false });
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(1);

@@ -57,6 +57,7 @@ export function selfTest() {
     // A bundled bin's files are the build's own output only where the build script bundles.
     writeFileSync(join(dir, 'dist', 'bundle-bin.js'), '');
     assert.deepEqual(staleOutputs(dir), ['dist/bundle-bin.js', 'dist/commands.js']);
+    writeFileSync(join(dir, 'dist', 'bundle-gather-bin.cjs'), '');
     assert.deepEqual(staleOutputs(dir, { scripts: { build: 'tsc && node ../../tools/bundle-bin.mjs --entry bin' } }), ['dist/commands.js']);
   } finally {
     rmSync(dir, { recursive: true, force: true });

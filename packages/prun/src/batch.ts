@@ -1,17 +1,19 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync, renameSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { signalExitCode } from '@prun/kit/cli';
 import { classifyUnit, initialMemory, observeUnit, probeDispatch, type UnitMemory } from '@prun/monitor';
 import { publishAtomic, renderFallback, resultShapeLines } from '@prun/unit-state';
 import { throwawayClone, CloneError } from './clone.js';
-import { dispatcherCommandLine, type DispatchRequest } from './dispatcher.js';
+import { dispatcherOptions, type DispatchRequest } from './dispatcher.js';
 import { EXIT } from './errors.js';
 import { LOCK_FILE } from './lock.js';
 import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
 import { isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
 import type { ResolvedUnit } from './plan.js';
 import { batchExitCode, decide, quotaRetryTime } from './schedule.js';
+import { hostedState, supervisorOf } from './supervise/alive.js';
+import { SupervisorClient } from './supervise/client.js';
+import { removeDeadSupervisors } from './supervise/cleanup.js';
 import {
   findDispatcherFor,
   hasConversation,
@@ -132,8 +134,14 @@ export function restatePromptText(id: string): string {
 }
 
 interface Live {
-  child: ChildProcess | null;
+  /**
+   * Who runs the dispatch: `own`, this driver's supervisor (its end comes as a notice); `hosted`,
+   * a supervisor an earlier driver started (its end shows in its records); `process`, a
+   * dispatcher process of its own, from a prun before supervisors (its end shows as its absence).
+   */
+  how: 'own' | 'hosted' | 'process';
   pid: number;
+  attempt: number;
   start: string | null;
   /** The monitor library's memory of this unit's tail growth. */
   memory: UnitMemory;
@@ -150,7 +158,7 @@ interface FollowUp {
 const BUSY_RETRY_MS = 5000;
 
 /** Ledger fields that describe a live dispatch and go when the unit stops running. */
-const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'stop_signal'] as const;
+const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'supervised', 'stop_signal'] as const;
 
 /** Moves `current` to `<folder>/<id>.attempt-<n>.<ext>` (the first free n from `attempt`, at least 1), if it exists. */
 function setAside(current: string, folder: string, id: string, ext: string, attempt: number): void {
@@ -173,6 +181,8 @@ export class BatchRun {
   private readonly stalled = new Set<string>();
   private stopping: 'quota' | NodeJS.Signals | null = null;
   private wake: (() => void) | null = null;
+  /** This driver's supervisor: started with the first unit, again if it dies. */
+  private supervisor: SupervisorClient | null = null;
 
   /** `units` from the batch's own plan.json; `ledger` read (and its tail repaired) under the driver lock. */
   constructor(
@@ -198,8 +208,9 @@ export class BatchRun {
     return entry;
   }
 
-  private adopt(id: string, pid: number, start: string | null, stateDir: string | null): void {
-    this.live.set(id, { child: null, pid, start, memory: initialMemory(Date.now()), stallReported: false });
+  private adopt(id: string, how: 'hosted' | 'process', pid: number, start: string | null, stateDir: string | null): void {
+    const attempt = this.latest.get(id)!.attempt ?? 0;
+    this.live.set(id, { how, pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false });
     this.record(id, {
       state_dir: stateDir,
       dispatcher_pid: pid,
@@ -222,6 +233,15 @@ export class BatchRun {
       if (entry.status !== 'running') continue;
       const stateDir = entry.state_dir ?? stateDirFromLog(this.paths.stdoutLog(unit.id));
       const resultPath = this.paths.result(unit.id);
+      const host = supervisorOf(entry);
+      if (host !== null) {
+        // Hosted by a supervisor: it runs on (adopt it), or its record or its result tells the end.
+        const state = hostedState(this.paths.dir, host, unit.id, entry.attempt ?? 0);
+        if (state.kind === 'running') this.adopt(unit.id, 'hosted', host.pid, host.start, stateDir);
+        else if (state.kind === 'ended') this.settle(unit.id, state.exitCode, `settled after restart from its supervisor's record (exit ${state.exitCode})`);
+        else this.settle(unit.id, null, 'settled after restart from the published result');
+        continue;
+      }
       const recorded =
         entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)
           ? { pid: entry.dispatcher_pid, start: entry.dispatcher_start ?? processStartTime(entry.dispatcher_pid) }
@@ -230,7 +250,7 @@ export class BatchRun {
       // leaves no pid: look for the dispatcher by its result path instead.
       const found = recorded ?? findDispatcherFor(resultPath);
       if (found !== null) {
-        this.adopt(unit.id, found.pid, found.start, stateDir);
+        this.adopt(unit.id, 'process', found.pid, found.start, stateDir);
         continue;
       }
       this.settle(unit.id, null, 'settled after restart from the published result');
@@ -374,11 +394,19 @@ export class BatchRun {
       addDirs: unit.addDirs,
       continueFrom: followUp?.stateDir ?? null,
     };
-    const [node, args] = dispatcherCommandLine(request);
     const env = unitEnv(this.settings.env, unit, cloneDir);
+    let host: SupervisorClient;
+    try {
+      host = this.ownSupervisor();
+    } catch (error) {
+      this.failWithoutRun(id, `could not start the batch's supervisor: ${(error as Error).message}`);
+      return;
+    }
+    const { pid, start } = host.identity;
 
-    // Recorded before the spawn: a batch killed at any point after this line finds the unit
-    // `running` on --resume and looks for its dispatcher, so no unit is dispatched twice.
+    // Recorded before the hand-over, naming the supervisor: a batch killed at any point after
+    // this line finds the unit `running` on --resume and asks that supervisor, so no unit is
+    // dispatched twice.
     this.record(
       id,
       {
@@ -394,36 +422,51 @@ export class BatchRun {
         ended_at: null,
         exit_code: null,
         attempt,
+        dispatcher_pid: pid,
+        dispatcher_start: start,
+        supervised: true,
         ...(followUp ? { note: `${followUp.restate ? 'restating the result' : 'follow-up turn'} of ${followUp.stateDir}` } : {}),
       },
       ['model_notes', 'quota_fallback'],
     );
-    // The dispatcher's output goes to files, not pipes: a batch killed mid-run must not take
-    // its dispatchers down with a broken pipe, and a resumed batch reads their STATE-DIR lines.
-    const out = openSync(this.paths.stdoutLog(id), 'a');
-    const err = openSync(this.paths.stderrLog(id), 'a');
-    let child: ChildProcess;
-    try {
-      child = spawn(node, args, { detached: true, stdio: ['ignore', out, err], env, cwd: this.paths.dir });
-    } finally {
-      closeSync(out);
-      closeSync(err);
-    }
-    // A failed spawn also emits 'error'; it is handled below as a unit that could not start.
-    child.on('error', () => undefined);
-    const pid = child.pid;
-    if (pid === undefined) {
-      this.failWithoutRun(id, 'could not start the dispatcher');
-      return;
-    }
-    const start = processStartTime(pid);
-    this.live.set(id, { child, pid, start, memory: initialMemory(Date.now()), stallReported: false });
-    this.record(id, { dispatcher_pid: pid, ...(start === null ? {} : { dispatcher_start: start }) });
-    this.settings.progress(`started ${id}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
-    child.on('exit', (code, signal) => {
-      this.live.delete(id);
-      this.settle(id, code ?? (signal ? signalExitCode(signal) : 128));
+    // The dispatch's output goes to files, not pipes: a resumed batch reads their STATE-DIR lines.
+    host.start({
+      op: 'start',
+      id,
+      attempt,
+      argv: dispatcherOptions(request),
+      env: Object.fromEntries(Object.entries(env).filter((pair): pair is [string, string] => pair[1] !== undefined)),
+      stdout: this.paths.stdoutLog(id),
+      stderr: this.paths.stderrLog(id),
     });
+    this.live.set(id, { how: 'own', pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false });
+    this.settings.progress(`started ${id}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
+  }
+
+  /** This driver's supervisor, started now if there is none (or the last one died). */
+  private ownSupervisor(): SupervisorClient {
+    if (this.supervisor?.usable !== true) {
+      this.supervisor = SupervisorClient.start(this.paths.dir, this.settings.env, (id, attempt, exitCode) => {
+        const live = this.live.get(id);
+        if (live?.how !== 'own' || live.attempt !== attempt) return;
+        this.live.delete(id);
+        this.settle(id, exitCode);
+      });
+    }
+    return this.supervisor;
+  }
+
+  /**
+   * Whether a unit this driver adopted has ended: a hosted one by its supervisor's record (or the
+   * supervisor's death), a dispatcher process of its own by its absence (not our child).
+   */
+  private adoptedEnd(id: string, live: Live): { exitCode: number | null } | null {
+    if (live.how === 'hosted') {
+      const state = hostedState(this.paths.dir, { pid: live.pid, start: live.start ?? '' }, id, live.attempt);
+      if (state.kind === 'running') return null;
+      return { exitCode: state.kind === 'ended' ? state.exitCode : null };
+    }
+    return isDispatcherFor(live.pid, this.paths.result(id), live.start) ? null : { exitCode: null };
   }
 
   /** Periodic look at running units: record state dirs as they appear, watch tails for stalls. */
@@ -435,10 +478,10 @@ export class BatchRun {
         const stateDir = stateDirFromLog(this.paths.stdoutLog(id));
         if (stateDir) this.record(id, { state_dir: stateDir });
       }
-      if (live.child === null && !isDispatcherFor(live.pid, this.paths.result(id), live.start)) {
-        // An adopted dispatcher is not our child: its end shows only as its absence.
+      const ended = live.how === 'own' ? null : this.adoptedEnd(id, live);
+      if (ended !== null) {
         this.live.delete(id);
-        this.settle(id, null, 'adopted dispatch ended');
+        this.settle(id, ended.exitCode, 'adopted dispatch ended');
         continue;
       }
       const stateDir = this.latest.get(id)!.state_dir;
@@ -471,10 +514,15 @@ export class BatchRun {
     const first = this.stopping === null || this.stopping === 'quota';
     this.stopping = signal;
     this.settings.message(`${signal}: stopping ${this.live.size} running unit(s)`);
+    const targets = new Set<number>();
     for (const [id, live] of this.live) {
       if (first) this.record(id, { stop_signal: signal });
+      targets.add(live.pid);
+    }
+    // A supervisor passes the signal to every unit it hosts, all of them this batch's.
+    for (const pid of targets) {
       try {
-        process.kill(live.pid, signal);
+        process.kill(pid, signal);
       } catch {
         // already gone
       }
@@ -515,6 +563,9 @@ export class BatchRun {
       this.wake = null;
       this.observe();
     }
+    // Nothing runs any more: let the supervisor go, and clear away the folders of dead ones.
+    await this.supervisor?.close();
+    removeDeadSupervisors(this.paths.dir);
     const failed = [...this.latest.values()].filter((entry) => isFailedStatus(entry.status)).length;
     let exitCode = batchExitCode(failed);
     let stoppedBy: BatchOutcome['stoppedBy'] = 'finished';

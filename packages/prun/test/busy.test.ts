@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRunning } from '../src/units.js';
-import { latestStatus, ledger, openGate, prun, repoRoot, sandbox, waitFor, workerCalls, workerStarts, type Sandbox } from './helpers.js';
+import { handedOver, latestStatus, ledger, openGate, prun, repoRoot, sandbox, waitFor, workerCalls, workerStarts, type Sandbox } from './helpers.js';
 
 const DISPATCHER = join(repoRoot, 'packages/dispatcher-agy/bin/prun-dispatch-agy.js');
 
@@ -69,7 +69,7 @@ describe('prun batch and the dispatcher\'s busy refusal', () => {
     // 3. The restart path: the retry's dispatcher is held in its preflight, the batch is
     //    SIGKILLed, then the dispatcher goes on unwatched and publishes the busy FALLBACK.
     const retry = prun(['batch', '--retry-failed', 'fanout'], { env: { ...env, FAKE_AGY_PREFLIGHT_GATE: 'preflight' }, cwd: work });
-    await waitFor(() => (ledger(dir) as Line[]).some((l) => l.id === 'u' && l.status === 'running' && l.dispatcher_pid !== undefined && l.attempt === 2), 'the retry dispatcher');
+    await waitFor(() => (ledger(dir) as Line[]).some((l) => l.id === 'u' && l.status === 'running' && l.dispatcher_pid !== undefined && l.attempt === 2) && handedOver(dir, 'u'), 'the retry dispatcher');
     const unwatched = (ledger(dir) as Line[]).findLast((l) => l.dispatcher_pid !== undefined)!.dispatcher_pid!;
     retry.kill('SIGKILL');
     await retry;

@@ -11,14 +11,16 @@ _prun() {
     if [[ $w == -?* ]]; then
       [[ $w == *=* ]] && continue
       case "$p|$w" in
-        "batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
+        "batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"batch|--retries"|"batch|--halt"|"batch|--on-unit-done"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--batch"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
       esac
       continue
     fi
     if [[ $n == 0 ]]; then
       case "$p|$w" in
         "|batch") p='batch'; continue ;;
+        "|cancel") p='cancel'; continue ;;
         "|status") p='status'; continue ;;
+        "|clean") p='clean'; continue ;;
         "|clone") p='clone'; continue ;;
         "|completion") p='completion'; continue ;;
         "|help") p='help'; continue ;;
@@ -57,12 +59,14 @@ _prun() {
       "batch|--dir") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "batch|--resume") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "batch|--retry-failed") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
+      "batch|--on-unit-done") COMPREPLY+=($(compgen -c -- "$cur")) ;;
       "dispatch|--prompt-file") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
       "dispatch|--result-file") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
       "dispatch|--mode") COMPREPLY+=($(compgen -W 'plan accept-edits' -- "$cur")) ;;
       "dispatch|--add-dir") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "dispatch|--continue-from") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "report-state|--root") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
+      "report-state|--batch") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "report-state|--sort") COMPREPLY+=($(compgen -W 'path tail-bytes-desc' -- "$cur")) ;;
       "snapshot-tail|--unit") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "snapshot-tail|--dest") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
@@ -81,15 +85,17 @@ _prun() {
   if [[ $cur == -* ]]; then
     case "$p" in
       "") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "batch") COMPREPLY+=($(compgen -W '--dir --jobs --json --no-quota-wait --quota-wait --resume --retry-failed --help --version' -- "$cur")) ;;
+      "batch") COMPREPLY+=($(compgen -W '--dir --jobs --json --no-quota-wait --quota-wait --resume --retry-failed --dry-run --retries --halt --on-unit-done --help --version' -- "$cur")) ;;
+      "cancel") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "status") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
+      "clean") COMPREPLY+=($(compgen -W '--dry-run --snapshot --clones --json --help --version' -- "$cur")) ;;
       "clone") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "completion") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "help") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "dispatch") COMPREPLY+=($(compgen -W '--prompt-file --result-file --unit-id --mode --add-dir --continue-from --help --version' -- "$cur")) ;;
       "monitor") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
       "gather") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
-      "report-state") COMPREPLY+=($(compgen -W '--root --json --summary --sort --min-tail-bytes --include-legacy-pid --help --version' -- "$cur")) ;;
+      "report-state") COMPREPLY+=($(compgen -W '--root --batch --json --summary --sort --min-tail-bytes --include-legacy-pid --help --version' -- "$cur")) ;;
       "snapshot-tail") COMPREPLY+=($(compgen -W '--unit --dest --output --json --help --version' -- "$cur")) ;;
       "quota") COMPREPLY+=($(compgen -W '--json --no-refresh --help --version' -- "$cur")) ;;
       "quota refresh") COMPREPLY+=($(compgen -W '--json --force --help --version' -- "$cur")) ;;
@@ -115,14 +121,16 @@ _prun() {
   fi
   if [[ $n == 0 ]]; then
     case "$p" in
-      "") COMPREPLY+=($(compgen -W 'batch status clone completion help dispatch monitor gather report-state snapshot-tail quota models env job' -- "$cur")) ;;
+      "") COMPREPLY+=($(compgen -W 'batch cancel status clean clone completion help dispatch monitor gather report-state snapshot-tail quota models env job' -- "$cur")) ;;
       "quota") COMPREPLY+=($(compgen -W 'refresh route' -- "$cur")) ;;
       "job") COMPREPLY+=($(compgen -W 'run resume wait result steer abort kill status peek list profiles rm completion' -- "$cur")) ;;
     esac
   fi
   case "$p|$n" in
     "batch|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
+    "cancel|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "status|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
+    "clean|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "clone|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "clone|1") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
     "completion|0") COMPREPLY+=($(compgen -W 'bash zsh fish' -- "$cur")) ;;

@@ -10,14 +10,16 @@ _prun() {
     if [[ $w == -?* ]]; then
       [[ $w == *=* ]] && continue
       case "$p|$w" in
-        ("batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
+        ("batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"batch|--retries"|"batch|--halt"|"batch|--on-unit-done"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--batch"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
       esac
       continue
     fi
     if (( n == 0 )); then
       case "$p|$w" in
         ("|batch") p='batch'; continue ;;
+        ("|cancel") p='cancel'; continue ;;
         ("|status") p='status'; continue ;;
+        ("|clean") p='clean'; continue ;;
         ("|clone") p='clone'; continue ;;
         ("|completion") p='completion'; continue ;;
         ("|help") p='help'; continue ;;
@@ -55,12 +57,14 @@ _prun() {
       ("batch|--dir") _files -/ ;;
       ("batch|--resume") _files -/ ;;
       ("batch|--retry-failed") _files -/ ;;
+      ("batch|--on-unit-done") _command_names -e ;;
       ("dispatch|--prompt-file") _files ;;
       ("dispatch|--result-file") _files ;;
       ("dispatch|--mode") compadd -- 'plan' 'accept-edits' ;;
       ("dispatch|--add-dir") _files -/ ;;
       ("dispatch|--continue-from") _files -/ ;;
       ("report-state|--root") _files -/ ;;
+      ("report-state|--batch") _files -/ ;;
       ("report-state|--sort") compadd -- 'path' 'tail-bytes-desc' ;;
       ("snapshot-tail|--unit") _files -/ ;;
       ("snapshot-tail|--dest") _files -/ ;;
@@ -79,15 +83,17 @@ _prun() {
   if [[ $cur == -* ]]; then
     case "$p" in
       ("") compadd -- '--help' '--version' ;;
-      ("batch") compadd -- '--dir' '--jobs' '--json' '--no-quota-wait' '--quota-wait' '--resume' '--retry-failed' '--help' '--version' ;;
+      ("batch") compadd -- '--dir' '--jobs' '--json' '--no-quota-wait' '--quota-wait' '--resume' '--retry-failed' '--dry-run' '--retries' '--halt' '--on-unit-done' '--help' '--version' ;;
+      ("cancel") compadd -- '--help' '--version' ;;
       ("status") compadd -- '--json' '--help' '--version' ;;
+      ("clean") compadd -- '--dry-run' '--snapshot' '--clones' '--json' '--help' '--version' ;;
       ("clone") compadd -- '--help' '--version' ;;
       ("completion") compadd -- '--help' '--version' ;;
       ("help") compadd -- '--help' '--version' ;;
       ("dispatch") compadd -- '--prompt-file' '--result-file' '--unit-id' '--mode' '--add-dir' '--continue-from' '--help' '--version' ;;
       ("monitor") compadd -- '--json' '--help' '--version' ;;
       ("gather") compadd -- '--json' '--help' '--version' ;;
-      ("report-state") compadd -- '--root' '--json' '--summary' '--sort' '--min-tail-bytes' '--include-legacy-pid' '--help' '--version' ;;
+      ("report-state") compadd -- '--root' '--batch' '--json' '--summary' '--sort' '--min-tail-bytes' '--include-legacy-pid' '--help' '--version' ;;
       ("snapshot-tail") compadd -- '--unit' '--dest' '--output' '--json' '--help' '--version' ;;
       ("quota") compadd -- '--json' '--no-refresh' '--help' '--version' ;;
       ("quota refresh") compadd -- '--json' '--force' '--help' '--version' ;;
@@ -113,14 +119,16 @@ _prun() {
   fi
   if (( n == 0 )); then
     case "$p" in
-      ("") compadd -- 'batch' 'status' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job' ;;
+      ("") compadd -- 'batch' 'cancel' 'status' 'clean' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job' ;;
       ("quota") compadd -- 'refresh' 'route' ;;
       ("job") compadd -- 'run' 'resume' 'wait' 'result' 'steer' 'abort' 'kill' 'status' 'peek' 'list' 'profiles' 'rm' 'completion' ;;
     esac
   fi
   case "$p|$n" in
     ("batch|0") _files ;;
+    ("cancel|0") _files -/ ;;
     ("status|0") _files -/ ;;
+    ("clean|0") _files -/ ;;
     ("clone|0") _files -/ ;;
     ("clone|1") _files ;;
     ("completion|0") compadd -- 'bash' 'zsh' 'fish' ;;

@@ -1,14 +1,20 @@
 import { existsSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { signalExitCode } from '@prun/kit/cli';
+import { TIMEOUT_SETTING } from '@prun/dispatcher-agy';
 import { classifyUnit, initialMemory, observeUnit, probeDispatch, type UnitMemory } from '@prun/monitor';
+import { readHead } from '@prun/kit/fs';
 import { publishAtomic, renderFallback, resultShapeLines } from '@prun/unit-state';
 import { throwawayClone, CloneError } from './clone.js';
 import { dispatcherOptions, type DispatchRequest } from './dispatcher.js';
 import { EXIT } from './errors.js';
 import { LOCK_FILE } from './lock.js';
 import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
-import { isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
+import { BATCH_FILES } from '@prun/unit-state/ledger';
+import { countsAgainstBatch, isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
+import { cancelledResultText, clearCancelRequest, pendingCancelRequests } from './cancel-requests.js';
+import { haltReached, type HaltRule } from './halt.js';
+import { stopRunningUnit, type RunningDispatch } from './stop.js';
 import type { ResolvedUnit } from './plan.js';
 import { batchExitCode, decide, quotaRetryTime } from './schedule.js';
 import { hostedState, supervisorOf } from './supervise/alive.js';
@@ -32,8 +38,8 @@ export function batchPaths(dir: string) {
   const root = resolve(dir);
   return {
     dir: root,
-    plan: join(root, 'plan.json'),
-    ledger: join(root, 'ledger.jsonl'),
+    plan: join(root, BATCH_FILES.plan),
+    ledger: join(root, BATCH_FILES.ledger),
     lock: join(root, LOCK_FILE),
     prompts: join(root, 'prompts'),
     results: join(root, 'results'),
@@ -62,6 +68,14 @@ export interface BatchSettings {
   /** Progress lines (only on a TTY); messages such as stalls and failures always go to `message`. */
   progress: (line: string) => void;
   message: (line: string) => void;
+  /** `--retries`: how often a failed or invalid unit is run again automatically (default 0). */
+  retries?: number;
+  /** `--halt`: stop once this many units failed (default: never). */
+  halt?: HaltRule | null;
+  /** Called once a unit has settled for this run (done, failed, invalid, cancelled, interrupted). */
+  onSettled?: (entry: LedgerEntry) => void;
+  /** False: start no unit, only settle what is stopping (how `prun cancel` acts on a batch no driver holds). */
+  startUnits?: boolean;
 }
 
 export interface UnitReport {
@@ -84,7 +98,7 @@ export interface UnitReport {
 export interface BatchOutcome {
   dir: string;
   exitCode: number;
-  stoppedBy: 'finished' | 'quota' | NodeJS.Signals;
+  stoppedBy: 'finished' | 'quota' | 'halt' | NodeJS.Signals;
   units: UnitReport[];
 }
 
@@ -113,12 +127,14 @@ export function unitMode(unit: ResolvedUnit): 'plan' | 'accept-edits' | null {
   return unit.mode ?? (unit.clone ? 'accept-edits' : null);
 }
 
-/** The environment a unit's dispatcher gets: the batch's, plus its clone and model. */
+/** The environment a unit's dispatcher gets: the batch's, plus its clone, model and timeout. */
 export function unitEnv(base: NodeJS.ProcessEnv, unit: ResolvedUnit, cloneDir: string | null): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   delete env.PRUN_SCRATCH_CWD;
   if (cloneDir) env.PRUN_SCRATCH_CWD = cloneDir;
   if (unit.model) env.ANTIGRAVITY_DISPATCH_MODEL = unit.model;
+  // The dispatcher's own deadline setting, so its worker is stopped on the dispatcher's path.
+  if (unit.timeoutSeconds !== null) env[TIMEOUT_SETTING] = String(unit.timeoutSeconds);
   return env;
 }
 
@@ -158,7 +174,13 @@ interface FollowUp {
 const BUSY_RETRY_MS = 5000;
 
 /** Ledger fields that describe a live dispatch and go when the unit stops running. */
-const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'supervised', 'stop_signal'] as const;
+const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'supervised', 'stop_signal', 'stop_reason'] as const;
+
+/** The signal `--halt now` and `prun cancel` stop a unit's dispatcher with (its normal stop path). */
+const CONTROL_STOP_SIGNAL: NodeJS.Signals = 'SIGTERM';
+
+/** The largest result prun rewrites to name a cancel; a larger one gets a FALLBACK of its own. */
+const MAX_REWRITTEN_RESULT_BYTES = 16 * 1024 * 1024;
 
 /** Moves `current` to `<folder>/<id>.attempt-<n>.<ext>` (the first free n from `attempt`, at least 1), if it exists. */
 function setAside(current: string, folder: string, id: string, ext: string, attempt: number): void {
@@ -179,7 +201,9 @@ export class BatchRun {
   private readonly live = new Map<string, Live>();
   private readonly followUps = new Map<string, FollowUp>();
   private readonly stalled = new Set<string>();
-  private stopping: 'quota' | NodeJS.Signals | null = null;
+  private stopping: 'quota' | 'halt' | NodeJS.Signals | null = null;
+  /** Units that failed or were invalid (after their retries) in this run, for `--halt`. */
+  private failures = 0;
   private wake: (() => void) | null = null;
   /** This driver's supervisor: started with the first unit, again if it dies. */
   private supervisor: SupervisorClient | null = null;
@@ -208,15 +232,39 @@ export class BatchRun {
     return entry;
   }
 
-  private adopt(id: string, how: 'hosted' | 'process', pid: number, start: string | null, stateDir: string | null): void {
-    const attempt = this.latest.get(id)!.attempt ?? 0;
-    this.live.set(id, { how, pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false });
+  private adopt(id: string, live: Live, stateDir: string | null): void {
+    this.live.set(id, live);
     this.record(id, {
       state_dir: stateDir,
-      dispatcher_pid: pid,
-      ...(start === null ? {} : { dispatcher_start: start }),
+      dispatcher_pid: live.pid,
+      ...(live.start === null ? {} : { dispatcher_start: live.start }),
       note: 'adopted a dispatch still running from an earlier batch process',
     });
+  }
+
+  /**
+   * The live dispatch of a `running` unit no driver of this process started: in the supervisor
+   * its ledger line names (running, or handed over and not yet drained), or a dispatcher process
+   * of its own (recorded pid and start time, or found in /proc by its `--result-file`, for a
+   * ledger written before supervisors, whose `running` line came before the pid). Null when
+   * nothing runs it any more.
+   */
+  private findRunning(id: string, entry: LedgerEntry): Live | null {
+    const attempt = entry.attempt ?? 0;
+    const live = (how: Live['how'], pid: number, start: string | null): Live => ({ how, pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false });
+    const host = supervisorOf(entry);
+    if (host !== null) return hostedState(this.paths.dir, host, id, attempt).kind === 'running' ? live('hosted', host.pid, host.start) : null;
+    const resultPath = this.paths.result(id);
+    if (entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)) {
+      return live('process', entry.dispatcher_pid, entry.dispatcher_start ?? processStartTime(entry.dispatcher_pid));
+    }
+    const found = findDispatcherFor(resultPath);
+    return found === null ? null : live('process', found.pid, found.start);
+  }
+
+  /** How `stopRunningUnit` reaches one running unit: its dispatcher process, or its place in a supervisor. */
+  private running(id: string, live: Live): RunningDispatch {
+    return live.how === 'process' ? { id, pid: live.pid } : { id, pid: live.pid, hosted: { batchDir: this.paths.dir, start: live.start ?? '', attempt: live.attempt } };
   }
 
   /**
@@ -232,42 +280,45 @@ export class BatchRun {
       const entry = this.latest.get(unit.id)!;
       if (entry.status !== 'running') continue;
       const stateDir = entry.state_dir ?? stateDirFromLog(this.paths.stdoutLog(unit.id));
-      const resultPath = this.paths.result(unit.id);
-      const host = supervisorOf(entry);
-      if (host !== null) {
-        // Hosted by a supervisor: it runs on (adopt it), or its record or its result tells the end.
-        const state = hostedState(this.paths.dir, host, unit.id, entry.attempt ?? 0);
-        if (state.kind === 'running') this.adopt(unit.id, 'hosted', host.pid, host.start, stateDir);
-        else if (state.kind === 'ended') this.settle(unit.id, state.exitCode, `settled after restart from its supervisor's record (exit ${state.exitCode})`);
-        else this.settle(unit.id, null, 'settled after restart from the published result');
-        continue;
-      }
-      const recorded =
-        entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)
-          ? { pid: entry.dispatcher_pid, start: entry.dispatcher_start ?? processStartTime(entry.dispatcher_pid) }
-          : null;
-      // A `running` line is written before the dispatcher starts, so a batch killed in between
-      // leaves no pid: look for the dispatcher by its result path instead.
-      const found = recorded ?? findDispatcherFor(resultPath);
+      const found = this.findRunning(unit.id, entry);
       if (found !== null) {
-        this.adopt(unit.id, 'process', found.pid, found.start, stateDir);
+        this.adopt(unit.id, found, stateDir);
         continue;
       }
-      this.settle(unit.id, null, 'settled after restart from the published result');
+      const host = supervisorOf(entry);
+      const state = host === null ? null : hostedState(this.paths.dir, host, unit.id, entry.attempt ?? 0);
+      // A hosted unit that ended while no driver watched has its exit code in its supervisor's record.
+      if (state?.kind === 'ended') this.settle(unit.id, state.exitCode, `settled after restart from its supervisor's record (exit ${state.exitCode})`);
+      else this.settle(unit.id, null, 'settled after restart from the published result');
     }
     for (const unit of this.units) {
       const entry = this.latest.get(unit.id)!;
       const rerun = entry.status === 'interrupted' || (retryFailed && isFailedStatus(entry.status));
       if (!rerun) continue;
-      const restate = entry.status === 'invalid';
-      const stateDir = entry.state_dir;
-      if (stateDir && hasConversation(stateDir)) this.followUps.set(unit.id, { stateDir, restate });
-      const how = this.followUps.has(unit.id)
-        ? `${restate ? 'asking to restate the result' : 'as a follow-up turn'} of ${stateDir}`
-        : 'afresh (no conversation recorded)';
+      const how = this.queueFollowUp(unit.id, entry.status === 'invalid');
       const why = entry.status === 'interrupted' ? 'interrupted' : entry.status;
-      this.record(unit.id, { status: 'queued', ended_at: null, exit_code: null, note: `${why}: running again ${how}` });
+      // A retry by hand starts the unit's automatic retries (--retries) afresh.
+      const drop: (keyof LedgerEntry)[] = entry.status === 'interrupted' ? [] : ['retry'];
+      this.record(unit.id, { status: 'queued', ended_at: null, exit_code: null, note: `${why}: running again ${how}` }, drop);
     }
+  }
+
+  /**
+   * The next dispatch of `id` continues its recorded conversation (asking to restate an invalid
+   * result when `restate`), or starts afresh when none was recorded. Returns how, for the note.
+   */
+  private queueFollowUp(id: string, restate: boolean): string {
+    const stateDir = this.latest.get(id)!.state_dir;
+    if (stateDir && hasConversation(stateDir)) {
+      this.followUps.set(id, { stateDir, restate });
+      return `${restate ? 'asking to restate the result' : 'as a follow-up turn'} of ${stateDir}`;
+    }
+    return 'afresh (no conversation recorded)';
+  }
+
+  /** Tell `onSettled` that a unit has reached its end for this run. */
+  private settled(id: string): void {
+    this.settings.onSettled?.(this.latest.get(id)!);
   }
 
   /**
@@ -284,6 +335,8 @@ export class BatchRun {
       result,
       stopSignal: entry.stop_signal ?? null,
       stderrLast: result === null ? lastLogLine(this.paths.stderrLog(id)) : null,
+      cancelled: entry.stop_reason === 'cancel',
+      retriesLeft: Math.max(0, (this.settings.retries ?? 0) - (entry.retry ?? 0)),
     });
     const facts = stateDir ? readModelFacts(stateDir) : null;
     const ran: Partial<LedgerEntry> = facts
@@ -298,6 +351,7 @@ export class BatchRun {
       case 'done':
         this.record(id, { ...base, status: 'done', ended_at: nowIso(), ...(unwatchedNote ? { note: unwatchedNote } : {}) });
         this.settings.progress(`done ${id}`);
+        this.settled(id);
         break;
       case 'deferred':
         this.defer(id, base, outcome.note, outcome.refusal);
@@ -306,12 +360,105 @@ export class BatchRun {
         this.record(id, { ...base, status: 'queued', ended_at: null, note: outcome.note });
         break;
       default: {
+        if (outcome.status === 'cancelled') this.publishCancelled(id, result, outcome.note);
         this.record(id, { ...base, status: outcome.status, ended_at: nowIso(), note: outcome.note });
         const code = exitCode === null ? '' : ` (exit ${exitCode})`;
         this.settings.message(`unit ${id} ${outcome.status}${code}: ${outcome.note}`);
+        if ((outcome.status === 'failed' || outcome.status === 'invalid') && outcome.retry) {
+          this.retry(id, outcome.status);
+          break;
+        }
+        this.settled(id);
+        if (outcome.status === 'failed' || outcome.status === 'invalid') this.countFailure();
       }
     }
     this.wake?.();
+  }
+
+  /** `--retries`: queue a failed or invalid unit again at once, as a follow-up turn where one was recorded. */
+  private retry(id: string, status: 'failed' | 'invalid'): void {
+    const retry = (this.latest.get(id)!.retry ?? 0) + 1;
+    const how = this.queueFollowUp(id, status === 'invalid');
+    const note = `${status}: retry ${retry} of ${this.settings.retries ?? 0} (--retries), ${how}`;
+    this.record(id, { status: 'queued', ended_at: null, exit_code: null, retry, note });
+    this.settings.message(`unit ${id} ${note}`);
+  }
+
+  /** A unit failed for good in this run: `--halt` may stop the batch. */
+  private countFailure(): void {
+    this.failures += 1;
+    const rule = this.settings.halt;
+    if (!rule || this.stopping === 'halt' || !haltReached(rule, this.failures, this.units.length)) return;
+    const signalled = this.stopping !== null && this.stopping !== 'quota';
+    if (!signalled) this.stopping = 'halt';
+    if (rule.when === 'soon') {
+      this.settings.message(`--halt ${rule.text}: ${this.failures} unit(s) failed; starting no more units, ${this.live.size} running unit(s) finish`);
+      return;
+    }
+    this.settings.message(`--halt ${rule.text}: ${this.failures} unit(s) failed; stopping ${this.live.size} running unit(s)`);
+    for (const [id, live] of this.live) {
+      if (!signalled) this.record(id, { stop_signal: CONTROL_STOP_SIGNAL, stop_reason: 'halt' });
+      stopRunningUnit(this.running(id, live), CONTROL_STOP_SIGNAL);
+    }
+  }
+
+  /**
+   * The result of a cancelled unit names the cancel: the dispatcher's FALLBACK (which names the
+   * signal and keeps the worker's output) with its reason lines saying so, or a FALLBACK of
+   * prun's own when the dispatcher published none.
+   */
+  private publishCancelled(id: string, result: ReturnType<typeof readResultHead>, note: string): void {
+    const path = this.paths.result(id);
+    if (result !== null && result !== 'unparsed' && result.fallback) {
+      const head = readHead(path, { maxBytes: MAX_REWRITTEN_RESULT_BYTES, overflow: 'refuse' });
+      const text = head.ok ? cancelledResultText(head.text, note) : null;
+      publishAtomic(path, text ?? renderFallback({ unitId: id, reason: note }), { tag: 'prun' });
+    } else if (result === null) {
+      publishAtomic(path, renderFallback({ unitId: id, reason: note }), { tag: 'prun' });
+    }
+  }
+
+  /**
+   * `prun cancel`: a running unit is stopped through its dispatcher (recorded first, so its end
+   * is `cancelled` even if this process dies meanwhile); a queued, deferred or interrupted unit is
+   * recorded `cancelled` at once, with a FALLBACK naming the cancel. A unit that has already
+   * settled is left as it is. Returns what was done.
+   */
+  cancel(id: string, by: string): 'stopping' | 'cancelled' | 'settled' {
+    const entry = this.latest.get(id);
+    if (entry === undefined) return 'settled';
+    if (entry.status === 'running') {
+      let live = this.live.get(id);
+      if (live === undefined) {
+        // No driver watched it (prun cancel on a batch no driver holds): find its dispatcher.
+        live = this.findRunning(id, entry) ?? undefined;
+        if (live !== undefined) this.live.set(id, live);
+      }
+      if (entry.stop_reason === 'cancel' && live !== undefined) return 'stopping';
+      this.record(id, {
+        stop_signal: CONTROL_STOP_SIGNAL,
+        stop_reason: 'cancel',
+        ...(live === undefined ? {} : { dispatcher_pid: live.pid, ...(live.start === null ? {} : { dispatcher_start: live.start }) }),
+        note: `cancel requested by ${by}`,
+      });
+      if (live === undefined) {
+        this.settle(id, null);
+        return 'cancelled';
+      }
+      this.settings.message(`unit ${id}: stopping it (cancel requested by ${by})`);
+      stopRunningUnit(this.running(id, live), CONTROL_STOP_SIGNAL);
+      return 'stopping';
+    }
+    if (entry.status !== 'queued' && entry.status !== 'deferred' && entry.status !== 'interrupted') return 'settled';
+    const note = `cancelled by ${by} before it ${entry.attempt ? 'ran again' : 'ran'}`;
+    this.setAsidePreviousResult(id, entry.attempt ?? 0);
+    publishAtomic(this.paths.result(id), renderFallback({ unitId: id, reason: note }), { tag: 'prun' });
+    this.record(id, { status: 'cancelled', ended_at: nowIso(), exit_code: null, note }, ['retry']);
+    this.followUps.delete(id);
+    this.settings.message(`unit ${id} cancelled: ${note}`);
+    this.settled(id);
+    this.wake?.();
+    return 'cancelled';
   }
 
   private defer(id: string, base: Partial<LedgerEntry>, reason: string, refusal: 'quota' | 'busy'): void {
@@ -356,6 +503,7 @@ export class BatchRun {
     publishAtomic(result, renderFallback({ unitId: id, reason }), { tag: 'prun' });
     this.record(id, { status: 'failed', ended_at: nowIso(), exit_code: null, note: reason });
     this.settings.message(`unit ${id} failed without running: ${reason}`);
+    this.settled(id);
   }
 
   private start(id: string): void {
@@ -511,27 +659,25 @@ export class BatchRun {
    * repeated signal is passed on again (the dispatcher then kills its worker group at once).
    */
   interrupt(signal: NodeJS.Signals): void {
-    const first = this.stopping === null || this.stopping === 'quota';
+    const first = this.stopping === null || this.stopping === 'quota' || this.stopping === 'halt';
     this.stopping = signal;
     this.settings.message(`${signal}: stopping ${this.live.size} running unit(s)`);
-    const targets = new Set<number>();
     for (const [id, live] of this.live) {
-      if (first) this.record(id, { stop_signal: signal });
-      targets.add(live.pid);
-    }
-    // A supervisor passes the signal to every unit it hosts, all of them this batch's.
-    for (const pid of targets) {
-      try {
-        process.kill(pid, signal);
-      } catch {
-        // already gone
-      }
+      // A unit already being cancelled stays a cancel: only the signal passes on.
+      if (first && this.latest.get(id)!.stop_reason !== 'cancel') this.record(id, { stop_signal: signal }, ['stop_reason']);
+      stopRunningUnit(this.running(id, live), signal);
     }
     this.wake?.();
   }
 
   async run(): Promise<BatchOutcome> {
+    const ids = new Set(this.units.map((unit) => unit.id));
     for (;;) {
+      // `prun cancel` from another terminal: act on it (the ledger first), then drop the request.
+      for (const request of pendingCancelRequests(this.paths.dir, ids)) {
+        this.cancel(request.id, request.by);
+        clearCancelRequest(this.paths.dir, request.id);
+      }
       const now = Date.now();
       const status = new Map([...this.latest].map(([id, entry]) => [id, entry.status] as const));
       const retryAt = new Map(
@@ -544,7 +690,7 @@ export class BatchRun {
         running: this.live.size,
         jobs: this.settings.jobs,
         now,
-        startingAllowed: this.stopping === null,
+        startingAllowed: this.stopping === null && this.settings.startUnits !== false,
       });
       for (const [id, dep] of decision.failForDependency) this.failWithoutRun(id, `dependency ${dep} ${this.latest.get(dep)!.status}`);
       if (decision.failForDependency.length > 0) continue;
@@ -566,12 +712,15 @@ export class BatchRun {
     // Nothing runs any more: let the supervisor go, and clear away the folders of dead ones.
     await this.supervisor?.close();
     removeDeadSupervisors(this.paths.dir);
-    const failed = [...this.latest.values()].filter((entry) => isFailedStatus(entry.status)).length;
+    const failed = [...this.latest.values()].filter((entry) => countsAgainstBatch(entry.status)).length;
     let exitCode = batchExitCode(failed);
     let stoppedBy: BatchOutcome['stoppedBy'] = 'finished';
     if (this.stopping === 'quota') {
       exitCode = EXIT.quota;
       stoppedBy = 'quota';
+    } else if (this.stopping === 'halt') {
+      exitCode = EXIT.halted;
+      stoppedBy = 'halt';
     } else if (this.stopping !== null) {
       exitCode = signalExitCode(this.stopping);
       stoppedBy = this.stopping;

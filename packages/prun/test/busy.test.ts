@@ -63,7 +63,10 @@ describe('prun batch and the dispatcher\'s busy refusal', () => {
       holderErr += chunk.toString();
     });
     const holderDone = new Promise<number | null>((resolve) => holder!.once('exit', resolve));
-    await waitFor(() => lockHeld(clone) || holder!.exitCode !== null, 'the holder to take the clone lock');
+    // Waited for by its worker's start (after its launcher took the lock), not by probing the
+    // lock: a probe holds the lock for a moment itself, and the holder's launcher meeting that
+    // moment would be refused as busy.
+    await waitFor(() => (workerStarts(box!.logDir).u ?? 0) >= 2 || holder!.exitCode !== null, 'the holder to take the clone lock');
     expect(lockHeld(clone), holderErr).toBe(true);
 
     // 3. The restart path: the retry's dispatcher is held in its preflight, the batch is

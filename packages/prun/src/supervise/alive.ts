@@ -48,3 +48,19 @@ export function unitDispatcherAlive(paths: BatchPaths, entry: LedgerEntry): bool
   if (who !== null) return hostedState(paths.dir, who, entry.id, entry.attempt ?? 0).kind === 'running';
   return isDispatcherFor(entry.dispatcher_pid, paths.result(entry.id), entry.dispatcher_start ?? null);
 }
+
+/**
+ * Whether any supervisor named by a unit's ledger lines (any attempt) runs a dispatch of that
+ * unit right now: alive, with the unit's record saying `running`. For `prun clean`, which asks
+ * about settled units, so a hand-over still pending is not a question here.
+ */
+export function hostedDispatchAlive(batchDir: string, entries: readonly LedgerEntry[]): boolean {
+  const asked = new Set<string>();
+  for (const entry of entries) {
+    const who = supervisorOf(entry);
+    if (who === null || asked.has(`${who.pid}-${who.start}`)) continue;
+    asked.add(`${who.pid}-${who.start}`);
+    if (readHostedRecord(supervisorPaths(batchDir, who).unit(entry.id))?.state === 'running' && supervisorAlive(who)) return true;
+  }
+  return false;
+}

@@ -14,7 +14,8 @@
 // if the supervisor is killed they die with it, and the units read as a killed dispatcher's.
 import { closeSync, mkdirSync, openSync, readdirSync, rmSync, watch, writeFileSync, writeSync, type FSWatcher } from 'node:fs';
 import { Socket } from 'node:net';
-import { closeDebuggerDoor, STOP_SIGNALS } from '@prun/kit/cli';
+import { join } from 'node:path';
+import { closeDebuggerDoor, STOP_SIGNALS, type StopSignal } from '@prun/kit/cli';
 import { processStartTime } from '../units.js';
 import { startDispatch, type HostedDispatch } from './host.js';
 import { lineSplitter, supervisorPaths, writeHostedRecord, type EndNotice, type StartRequest, type SupervisorPaths } from './records.js';
@@ -44,19 +45,22 @@ function isStartRequest(value: unknown): value is StartRequest {
   );
 }
 
-/** `<id>.<SIGNAL>.<nonce>`: one stop request for one unit (see supervise/stop.ts). */
-function parseStopName(name: string): { id: string; signal: NodeJS.Signals } | null {
-  const match = /^(.+)\.(SIGINT|SIGTERM|SIGHUP)\.[0-9a-f]+$/.exec(name);
-  return match === null ? null : { id: match[1]!, signal: match[2] as NodeJS.Signals };
+/** `<id>.<attempt>.<SIGNAL>.<nonce>`: one stop request for one attempt of one unit (see src/stop.ts). */
+function parseStopName(name: string): { id: string; attempt: number; signal: StopSignal } | null {
+  const match = /^(.+)\.(\d+)\.(SIGINT|SIGTERM|SIGHUP)\.[0-9a-f]+$/.exec(name);
+  return match === null ? null : { id: match[1]!, attempt: Number(match[2]), signal: match[3] as StopSignal };
 }
 
 class Supervisor {
   private readonly hosted = new Map<string, Hosted>();
+  /** `<id>.<attempt>` of every dispatch that ended here: stop requests for them are dropped. */
+  private readonly endedHere = new Set<string>();
   private driverGone = false;
   private stopWatcher: FSWatcher | null = null;
-  private readonly onSignal = (signal: NodeJS.Signals): void => this.stopAll(signal);
+  private readonly onSignal = (signal: StopSignal): void => this.stopAll(signal);
 
   constructor(
+    private readonly batchDir: string,
     private readonly paths: SupervisorPaths,
     private readonly channel: Socket,
   ) {}
@@ -64,11 +68,10 @@ class Supervisor {
   run(): void {
     mkdirSync(this.paths.units, { recursive: true });
     mkdirSync(this.paths.stop, { recursive: true });
-    // Its own handlers keep a signal from killing the process (and with it every unit) before
-    // the units have stopped and published; each unit is stopped as its dispatcher would be.
+    // A signal to the supervisor reaches every unit it hosts, as it would each unit's own
+    // dispatcher process; its handlers also keep the signal from killing the process (and with
+    // it every unit) before the units have stopped and published.
     for (const signal of STOP_SIGNALS) process.on(signal, this.onSignal);
-    // Fifty units each listening for three signals is expected here, not a leak.
-    process.setMaxListeners(0);
     this.stopWatcher = watch(this.paths.stop, () => this.readStops());
     this.stopWatcher.on('error', () => undefined);
     this.channel.setEncoding('utf8');
@@ -131,8 +134,10 @@ class Supervisor {
         // A full disk must not stop the unit; its state directory still has its output.
       }
     };
-    const dispatch = startDispatch(request.argv, { env: request.env, stdout: write(out), stderr: write(err) });
+    const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env: request.env, stdout: write(out), stderr: write(err) });
     this.hosted.set(id, { attempt, dispatch });
+    // A stop request that was read before this hand-over applies now.
+    this.readStops();
     void dispatch.done.then((code) => {
       closeSync(out);
       closeSync(err);
@@ -142,17 +147,23 @@ class Supervisor {
   }
 
   private ended(id: string, attempt: number, code: number): void {
+    this.endedHere.add(`${id}.${attempt}`);
     writeHostedRecord(this.paths.unit(id), { id, attempt, state: 'ended', exit_code: code });
     const notice: EndNotice = { id, attempt, exit_code: code };
     if (!this.driverGone) this.channel.write(`${JSON.stringify(notice)}\n`);
     this.maybeExit();
   }
 
-  private stopAll(signal: NodeJS.Signals): void {
+  private stopAll(signal: StopSignal): void {
     for (const hosted of this.hosted.values()) hosted.dispatch.stop(signal);
   }
 
-  /** Stop requests for one unit each (prun cancel), consumed as they come. */
+  /**
+   * Stop requests for one unit each (prun cancel, --halt now, the driver's signals), consumed as
+   * they come. One for an attempt not started here yet stays until it starts: the request may be
+   * read before the hand-over that came first on the socket. One for an attempt that has ended
+   * here is dropped.
+   */
   private readStops(): void {
     let names: string[];
     try {
@@ -162,12 +173,11 @@ class Supervisor {
     }
     for (const name of names) {
       const stop = parseStopName(name);
-      rmSync(`${this.paths.stop}/${name}`, { force: true });
-      if (stop === null) continue;
-      const hosted = this.hosted.get(stop.id);
-      if (hosted !== undefined && !hosted.dispatch.stop(stop.signal)) {
-        process.stderr.write(`prun supervisor ${process.pid}: unit ${stop.id}: this dispatcher library cannot stop one unit alone\n`);
-      }
+      const hosted = stop === null ? undefined : this.hosted.get(stop.id);
+      const current = hosted !== undefined && hosted.attempt === stop!.attempt;
+      if (stop !== null && !current && !this.endedHere.has(`${stop.id}.${stop.attempt}`)) continue;
+      rmSync(join(this.paths.stop, name), { force: true });
+      if (current) hosted.dispatch.stop(stop!.signal);
     }
   }
 
@@ -200,5 +210,5 @@ export function main(): void {
   }
   const paths = supervisorPaths(process.cwd(), { pid: process.pid, start });
   const channel = new Socket({ fd: 3, readable: true, writable: true });
-  new Supervisor(paths, channel).run();
+  new Supervisor(process.cwd(), paths, channel).run();
 }

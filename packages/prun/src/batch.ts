@@ -711,7 +711,10 @@ export class BatchRun {
     }
     // Nothing runs any more: let the supervisor go, and clear away the folders of dead ones.
     await this.supervisor?.close();
-    removeDeadSupervisors(this.paths.dir);
+    const inUse = new Set(
+      [...this.latest.values()].map((entry) => (entry.status === 'running' ? supervisorOf(entry) : null)).flatMap((who) => (who === null ? [] : [`${who.pid}-${who.start}`])),
+    );
+    removeDeadSupervisors(this.paths.dir, inUse);
     const failed = [...this.latest.values()].filter((entry) => countsAgainstBatch(entry.status)).length;
     let exitCode = batchExitCode(failed);
     let stoppedBy: BatchOutcome['stoppedBy'] = 'finished';

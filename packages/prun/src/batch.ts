@@ -3,7 +3,6 @@ import { join, resolve } from 'node:path';
 import { signalExitCode } from '@prun/kit/cli';
 import { TIMEOUT_SETTING } from '@prun/dispatcher-agy';
 import { classifyUnit, initialMemory, observeUnit, probeDispatch, type UnitMemory } from '@prun/monitor';
-import { readHead } from '@prun/kit/fs';
 import { publishAtomic, renderFallback, resultShapeLines } from '@prun/unit-state';
 import { throwawayClone, CloneError } from './clone.js';
 import { dispatcherOptions, type DispatchRequest } from './dispatcher.js';
@@ -12,7 +11,7 @@ import { LOCK_FILE } from './lock.js';
 import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
 import { BATCH_FILES } from '@prun/unit-state/ledger';
 import { countsAgainstBatch, isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
-import { cancelledResultText, clearCancelRequest, pendingCancelRequests } from './cancel-requests.js';
+import { clearCancelRequest, pendingCancelRequests, publishCancelledResult } from './cancel-requests.js';
 import { haltReached, type HaltRule } from './halt.js';
 import { stopRunningUnit, type RunningDispatch } from './stop.js';
 import type { ResolvedUnit } from './plan.js';
@@ -178,9 +177,6 @@ const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'supervised', 'stop_s
 
 /** The signal `--halt now` and `prun cancel` stop a unit's dispatcher with (its normal stop path). */
 const CONTROL_STOP_SIGNAL: NodeJS.Signals = 'SIGTERM';
-
-/** The largest result prun rewrites to name a cancel; a larger one gets a FALLBACK of its own. */
-const MAX_REWRITTEN_RESULT_BYTES = 16 * 1024 * 1024;
 
 /** Moves `current` to `<folder>/<id>.attempt-<n>.<ext>` (the first free n from `attempt`, at least 1), if it exists. */
 function setAside(current: string, folder: string, id: string, ext: string, attempt: number): void {
@@ -360,7 +356,7 @@ export class BatchRun {
         this.record(id, { ...base, status: 'queued', ended_at: null, note: outcome.note });
         break;
       default: {
-        if (outcome.status === 'cancelled') this.publishCancelled(id, result, outcome.note);
+        if (outcome.status === 'cancelled') publishCancelledResult(this.paths.result(id), id, result, outcome.note);
         this.record(id, { ...base, status: outcome.status, ended_at: nowIso(), note: outcome.note });
         const code = exitCode === null ? '' : ` (exit ${exitCode})`;
         this.settings.message(`unit ${id} ${outcome.status}${code}: ${outcome.note}`);
@@ -402,21 +398,6 @@ export class BatchRun {
     }
   }
 
-  /**
-   * The result of a cancelled unit names the cancel: the dispatcher's FALLBACK (which names the
-   * signal and keeps the worker's output) with its reason lines saying so, or a FALLBACK of
-   * prun's own when the dispatcher published none.
-   */
-  private publishCancelled(id: string, result: ReturnType<typeof readResultHead>, note: string): void {
-    const path = this.paths.result(id);
-    if (result !== null && result !== 'unparsed' && result.fallback) {
-      const head = readHead(path, { maxBytes: MAX_REWRITTEN_RESULT_BYTES, overflow: 'refuse' });
-      const text = head.ok ? cancelledResultText(head.text, note) : null;
-      publishAtomic(path, text ?? renderFallback({ unitId: id, reason: note }), { tag: 'prun' });
-    } else if (result === null) {
-      publishAtomic(path, renderFallback({ unitId: id, reason: note }), { tag: 'prun' });
-    }
-  }
 
   /**
    * `prun cancel`: a running unit is stopped through its dispatcher (recorded first, so its end

@@ -111,7 +111,11 @@ class Supervisor {
       this.ended(id, attempt, 70);
       return;
     }
-    writeHostedRecord(this.paths.unit(id), { id, attempt, state: 'running', exit_code: null });
+    if (!this.recorded(id, attempt, 'running', null)) {
+      // Unrecorded, a resumed driver could not tell it runs: it is not started.
+      this.ended(id, attempt, 70);
+      return;
+    }
     let out: number;
     let err: number;
     try {
@@ -148,10 +152,23 @@ class Supervisor {
 
   private ended(id: string, attempt: number, code: number): void {
     this.endedHere.add(`${id}.${attempt}`);
-    writeHostedRecord(this.paths.unit(id), { id, attempt, state: 'ended', exit_code: code });
+    // Unrecorded, a resumed driver settles the unit from its result alone, as for any dispatch
+    // that ended unwatched.
+    this.recorded(id, attempt, 'ended', code);
     const notice: EndNotice = { id, attempt, exit_code: code };
     if (!this.driverGone) this.channel.write(`${JSON.stringify(notice)}\n`);
     this.maybeExit();
+  }
+
+  /** Write a unit's record; false (said in the supervisors' log) when it cannot be written. */
+  private recorded(id: string, attempt: number, state: 'running' | 'ended', code: number | null): boolean {
+    try {
+      writeHostedRecord(this.paths.unit(id), { id, attempt, state, exit_code: code });
+      return true;
+    } catch (error) {
+      process.stderr.write(`prun supervisor ${process.pid}: unit ${id}: cannot write its record: ${(error as Error).message}\n`);
+      return false;
+    }
   }
 
   private stopAll(signal: StopSignal): void {
@@ -186,7 +203,13 @@ class Supervisor {
     this.driverGone = true;
     // Every line the driver wrote before it went has been read and its unit recorded: a driver
     // resuming the batch may now take a unit with no record here as never handed over.
-    writeFileSync(this.paths.drained, `${new Date().toISOString()}\n`);
+    try {
+      writeFileSync(this.paths.drained, `${new Date().toISOString()}\n`);
+    } catch (error) {
+      // Without it a resumed driver waits for this process to end before it re-dispatches a
+      // unit that was never handed over: slower, never wrong.
+      process.stderr.write(`prun supervisor ${process.pid}: cannot write ${this.paths.drained}: ${(error as Error).message}\n`);
+    }
     this.channel.destroy();
     this.maybeExit();
   }

@@ -6,6 +6,7 @@
 // sitting, another load) are printed for reference.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { originalsDir, runProcess } from '../lib.mjs';
 
@@ -80,8 +81,13 @@ export async function run(ctx) {
       });
     }
   }
+  // The machine line names NODE_EXTRA_CA_CERTS when the bench itself has it; the processes
+  // measured here never do. The load matters on a shared machine: it is recorded with the table.
+  const note = () =>
+    `Every process runs with the same small environment (no NODE_EXTRA_CA_CERTS). Load average at the end: ${loadavg()[0].toFixed(1)}.` +
+    (original ? '' : ' The original dispatcher was not measured (no PRUN_BENCH_ORIGINALS); issue #15 recorded it at 51 ms for one dispatch and 0.64-0.71 s for 20 at once.');
   const rows = await ctx.compare(cases, { runs: 7, warmup: 1 });
-  ctx.table(rows, { readme: 'dispatcher-agy', title: 'One dispatch (fake agy, `--mode plan`)' });
+  ctx.table(rows, { readme: 'dispatcher-agy', title: 'One dispatch (fake agy, `--mode plan`)', note: note() });
   const row = (label) => rows.find((r) => r.label === label);
   const ratios = [];
   const ours = { off: row('prun-dispatch-agy, preflight off'), on: row('prun-dispatch-agy, preflight on') };
@@ -108,7 +114,7 @@ export async function run(ctx) {
     at20.push({ label: `20 × ${name} at once, preflight on`, ms: await ctx.measure(times(20, once), { runs: 3 }) });
   }
   ctx.report(at20);
-  ctx.record('dispatcher-agy', { title: '20 dispatches at once (wall, preflight on)', rows: at20 });
+  ctx.record('dispatcher-agy', { title: '20 dispatches at once (wall, preflight on)', rows: at20, note: note() });
   const ours20 = at20[1].ms;
   if (original) {
     process.stdout.write(`  20 at once vs the original (goal ≤ ×1.5): ×${(ours20 / at20[2].ms).toFixed(2)}\n`);

@@ -89,8 +89,12 @@ export function parseAtomicTempName(name: string): { target: string; tag: string
   return { target: match[1] as string, tag: match[2] as string, pid, nonce: match[4] as string };
 }
 
-function fsyncDirectory(dir: string): void {
-  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+/**
+ * Flushes a file or a directory that is already written to the disk (fsync through a read-only
+ * descriptor): after a directory's entries changed, its fsync is what makes them durable.
+ */
+export function fsyncPath(path: string): void {
+  const fd = openSync(path, constants.O_RDONLY);
   try {
     fsyncSync(fd);
   } finally {
@@ -125,7 +129,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
     }
     if (options.replace ?? true) renameSync(temp, path);
     else linkNoReplace(temp, path);
-    if (durable) fsyncDirectory(dir);
+    if (durable) fsyncPath(dir);
   } finally {
     rmSync(temp, { force: true });
   }

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRunning } from '../src/units.js';
-import { latestStatus, ledger, openGate, prun, repoRoot, sandbox, waitFor, workerCalls, workerStarts, type Sandbox } from './helpers.js';
+import { handedOver, latestStatus, ledger, openGate, prun, repoRoot, sandbox, waitFor, workerCalls, workerStarts, type Sandbox } from './helpers.js';
 
 const DISPATCHER = join(repoRoot, 'packages/dispatcher-agy/bin/prun-dispatch-agy.js');
 
@@ -73,13 +73,16 @@ describe('prun batch and the dispatcher\'s busy refusal', () => {
       holderErr += chunk.toString();
     });
     const holderDone = new Promise<number | null>((resolve) => holder!.once('exit', resolve));
-    await waitFor(() => lockHeld(clone) || holder!.exitCode !== null, 'the holder to take the clone lock');
+    // Waited for by its worker's start (after its launcher took the lock), not by probing the
+    // lock: a probe holds the lock for a moment itself, and the holder's launcher meeting that
+    // moment would be refused as busy.
+    await waitFor(() => (workerStarts(box!.logDir).u ?? 0) >= 2 || holder!.exitCode !== null, 'the holder to take the clone lock');
     expect(lockHeld(clone), holderErr).toBe(true);
 
     // 3. The restart path: the retry's dispatcher is held in its preflight, the batch is
     //    SIGKILLed, then the dispatcher goes on unwatched and publishes the busy FALLBACK.
     const retry = prun(['batch', '--retry-failed', 'fanout'], { env: { ...env, FAKE_AGY_PREFLIGHT_GATE: 'preflight' }, cwd: work });
-    await waitFor(() => (ledger(dir) as Line[]).some((l) => l.id === 'u' && l.status === 'running' && l.dispatcher_pid !== undefined && l.attempt === 2), 'the retry dispatcher');
+    await waitFor(() => (ledger(dir) as Line[]).some((l) => l.id === 'u' && l.status === 'running' && l.dispatcher_pid !== undefined && l.attempt === 2) && handedOver(dir, 'u'), 'the retry dispatcher');
     const unwatched = (ledger(dir) as Line[]).findLast((l) => l.dispatcher_pid !== undefined)!.dispatcher_pid!;
     retry.kill('SIGKILL');
     await retry;

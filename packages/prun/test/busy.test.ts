@@ -3,7 +3,7 @@
 // on --resume from the FALLBACK a dispatcher published while no batch watched. Both must defer
 // the unit and run it once the clone is free: never failed, never counted as quota.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRunning } from '../src/units.js';
@@ -24,8 +24,18 @@ afterEach(async () => {
   box = undefined;
 });
 
-/** Whether some process holds the flock on `dir` (the dispatcher's one-worker-per-directory lock). */
-const lockHeld = (dir: string): boolean => spawnSync('flock', ['-n', dir, 'true'], { stdio: 'ignore' }).status !== 0;
+/**
+ * Whether some process holds the flock on `dir` (the dispatcher's one-worker-per-directory
+ * lock). Read from /proc/locks where there is one: asking with `flock -n` takes the lock for a
+ * moment, and a launcher trying it in that moment is refused as busy by the test itself.
+ */
+const lockHeld = (dir: string): boolean => {
+  if (!existsSync('/proc/locks')) return spawnSync('flock', ['-n', dir, 'true'], { stdio: 'ignore' }).status !== 0;
+  const inode = statSync(dir).ino;
+  return readFileSync('/proc/locks', 'utf8')
+    .split('\n')
+    .some((line) => /\bFLOCK\b/.test(line) && line.split(/\s+/).some((field) => field.endsWith(`:${inode}`)));
+};
 
 type Line = ReturnType<typeof ledger>[number] & { dispatcher_pid?: number };
 

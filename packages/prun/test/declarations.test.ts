@@ -59,22 +59,14 @@ describe('--help is the declaration rendered, for the bin and every subcommand',
       }
     }
   }
-  it("prun's own commands print their declared help, and prun help CMD the same", async () => {
-    // Every command the declaration lists (a new one is checked without editing this test), the
-    // runs at once: one after another they take longer than a test may on a loaded machine.
-    const commands = (OWN_SPEC.commands ?? []).filter((command) => !command.hidden).map((command) => command.name);
-    expect(commands).toEqual(expect.arrayContaining(['batch', 'cancel', 'status', 'clone', 'completion', 'help']));
-    const runs = commands.flatMap((command) =>
-      [[command, '--help'], [command, '-h'], ['help', command]].map(async (argv) => {
-        const result = await execFileAsync(process.execPath, [join(repoRoot, 'packages/prun/bin/prun.js'), ...argv], { encoding: 'utf8' });
-        return { argv, stdout: result.stdout, expected: renderHelp(OWN_SPEC, [command]) };
-      }),
-    );
-    // execFile rejects on a non-zero exit, so each resolved run exited 0.
-    for (const { argv, stdout, expected } of await Promise.all(runs)) expect({ argv, stdout }).toEqual({ argv, stdout: expected });
-    // Three starts of prun per command: on two cores shared with other work that is more than the
-    // default 30 s allows, though nothing here waits on time.
-  }, 120_000);
+  // One test per command, so each has its own time budget on a loaded machine.
+  it.each((OWN_SPEC.commands ?? []).filter((command) => !command.hidden).map((command) => command.name))("prun %s prints its declared help, and prun help CMD the same", (command) => {
+    const expected = renderHelp(OWN_SPEC, [command]);
+    for (const argv of [[command, '--help'], [command, '-h'], ['help', command]]) {
+      const result = spawnSync(process.execPath, [join(repoRoot, 'packages/prun/bin/prun.js'), ...argv], { encoding: 'utf8' });
+      expect({ argv, status: result.status, stdout: result.stdout }).toEqual({ argv, status: 0, stdout: expected });
+    }
+  });
 });
 
 describe('generated files match the declarations (run `pnpm gen:docs` after changing one)', () => {

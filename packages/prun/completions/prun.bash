@@ -19,6 +19,8 @@ _prun() {
       case "$p|$w" in
         "|batch") p='batch'; continue ;;
         "|status") p='status'; continue ;;
+        "|wait") p='wait'; continue ;;
+        "|log") p='log'; continue ;;
         "|clone") p='clone'; continue ;;
         "|completion") p='completion'; continue ;;
         "|help") p='help'; continue ;;
@@ -82,7 +84,9 @@ _prun() {
     case "$p" in
       "") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "batch") COMPREPLY+=($(compgen -W '--dir --jobs --json --no-quota-wait --quota-wait --resume --retry-failed --help --version' -- "$cur")) ;;
-      "status") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
+      "status") COMPREPLY+=($(compgen -W '--json --watch --help --version' -- "$cur")) ;;
+      "wait") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
+      "log") COMPREPLY+=($(compgen -W '--follow -f --raw --help --version' -- "$cur")) ;;
       "clone") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "completion") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "help") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
@@ -115,7 +119,7 @@ _prun() {
   fi
   if [[ $n == 0 ]]; then
     case "$p" in
-      "") COMPREPLY+=($(compgen -W 'batch status clone completion help dispatch monitor gather report-state snapshot-tail quota models env job' -- "$cur")) ;;
+      "") COMPREPLY+=($(compgen -W 'batch status wait log clone completion help dispatch monitor gather report-state snapshot-tail quota models env job' -- "$cur")) ;;
       "quota") COMPREPLY+=($(compgen -W 'refresh route' -- "$cur")) ;;
       "job") COMPREPLY+=($(compgen -W 'run resume wait result steer abort kill status peek list profiles rm completion' -- "$cur")) ;;
     esac
@@ -123,6 +127,8 @@ _prun() {
   case "$p|$n" in
     "batch|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
     "status|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
+    "wait|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
+    "log|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "clone|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "clone|1") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
     "completion|0") COMPREPLY+=($(compgen -W 'bash zsh fish' -- "$cur")) ;;

@@ -36,6 +36,12 @@ function __prun_complete
                 case '|status'
                     set p 'status'
                     continue
+                case '|wait'
+                    set p 'wait'
+                    continue
+                case '|log'
+                    set p 'log'
+                    continue
                 case '|clone'
                     set p 'clone'
                     continue
@@ -176,7 +182,11 @@ function __prun_complete
             case 'batch'
                 printf '%s\n' '--dir	the new batch directory (default: ./prun-batch-<stamp>)' '--jobs	units running at once (default: the number of CPUs)' '--json	print the outcome as one JSON document' '--no-quota-wait	stop (exit 75) instead of waiting when quota refuses a unit' '--quota-wait	how long to wait for quota before trying again' '--resume	continue a batch after a crash or kill' '--retry-failed	run the failed units of a batch again, as follow-up turns' '--help	show this help' '--version	print the version'
             case 'status'
-                printf '%s\n' '--json	one JSON document' '--help	show this help' '--version	print the version'
+                printf '%s\n' '--json	one JSON document' '--watch	follow the batch live until it ends (read-only)' '--help	show this help' '--version	print the version'
+            case 'wait'
+                printf '%s\n' '--json	print the final summary as one JSON document' '--help	show this help' '--version	print the version'
+            case 'log'
+                printf '%s\n' '--follow	keep printing as the worker writes, until the unit settles' '-f	keep printing as the worker writes, until the unit settles' '--raw	the tail\'s bytes as they are' '--help	show this help' '--version	print the version'
             case 'clone'
                 printf '%s\n' '--help	show this help' '--version	print the version'
             case 'completion'
@@ -237,7 +247,7 @@ function __prun_complete
     if test $n = 0
         switch "$p"
             case ''
-                printf '%s\n' 'batch	run a whole fan-out from a JSON or YAML plan, with a ledger; resumable' 'status	a batch\'s units and their states' 'clone	a throwaway local clone for a code-writing unit (remote removed)' 'completion	print the completion script of prun and every prun-* bin' 'help	the help of prun or of one command' 'dispatch	run one unit through agy; prints STATE-DIR, publishes the result or a FALLBACK' 'monitor	watch state dirs; wake on the first failure, stall, all-done or timeout' 'gather	wait until result files have landed and gone quiet' 'report-state	read-only inventory of leftover prun-task-* state directories' 'snapshot-tail	archive a unit\'s tail into a verified ZIP, never replacing anything' 'quota	quota readout, refresh, and the routing decision for a model' 'models	resolve a model template to the newest listed model of its family' 'env	run a command with secret-shaped variables withheld, or list them' 'job	named pi agent jobs: run, resume, wait, result, steer, abort, kill, list'
+                printf '%s\n' 'batch	run a whole fan-out from a JSON or YAML plan, with a ledger; resumable' 'status	a batch\'s units and their states' 'wait	block until a batch has finished, whoever drives it; exit with its exit code' 'log	a unit\'s worker output, rendered for a person' 'clone	a throwaway local clone for a code-writing unit (remote removed)' 'completion	print the completion script of prun and every prun-* bin' 'help	the help of prun or of one command' 'dispatch	run one unit through agy; prints STATE-DIR, publishes the result or a FALLBACK' 'monitor	watch state dirs; wake on the first failure, stall, all-done or timeout' 'gather	wait until result files have landed and gone quiet' 'report-state	read-only inventory of leftover prun-task-* state directories' 'snapshot-tail	archive a unit\'s tail into a verified ZIP, never replacing anything' 'quota	quota readout, refresh, and the routing decision for a model' 'models	resolve a model template to the newest listed model of its family' 'env	run a command with secret-shaped variables withheld, or list them' 'job	named pi agent jobs: run, resume, wait, result, steer, abort, kill, list'
             case 'quota'
                 printf '%s\n' 'refresh	query agy /usage and rewrite the snapshot' 'route	the model a unit would run on, or why it may not start'
             case 'job'
@@ -248,6 +258,10 @@ function __prun_complete
         case 'batch|0'
             __fish_complete_path "$cur"
         case 'status|0'
+            __fish_complete_directories "$cur"
+        case 'wait|0'
+            __fish_complete_directories "$cur"
+        case 'log|0'
             __fish_complete_directories "$cur"
         case 'clone|0'
             __fish_complete_directories "$cur"

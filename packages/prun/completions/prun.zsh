@@ -18,6 +18,8 @@ _prun() {
       case "$p|$w" in
         ("|batch") p='batch'; continue ;;
         ("|status") p='status'; continue ;;
+        ("|wait") p='wait'; continue ;;
+        ("|log") p='log'; continue ;;
         ("|clone") p='clone'; continue ;;
         ("|completion") p='completion'; continue ;;
         ("|help") p='help'; continue ;;
@@ -80,7 +82,9 @@ _prun() {
     case "$p" in
       ("") compadd -- '--help' '--version' ;;
       ("batch") compadd -- '--dir' '--jobs' '--json' '--no-quota-wait' '--quota-wait' '--resume' '--retry-failed' '--help' '--version' ;;
-      ("status") compadd -- '--json' '--help' '--version' ;;
+      ("status") compadd -- '--json' '--watch' '--help' '--version' ;;
+      ("wait") compadd -- '--json' '--help' '--version' ;;
+      ("log") compadd -- '--follow' '-f' '--raw' '--help' '--version' ;;
       ("clone") compadd -- '--help' '--version' ;;
       ("completion") compadd -- '--help' '--version' ;;
       ("help") compadd -- '--help' '--version' ;;
@@ -113,7 +117,7 @@ _prun() {
   fi
   if (( n == 0 )); then
     case "$p" in
-      ("") compadd -- 'batch' 'status' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job' ;;
+      ("") compadd -- 'batch' 'status' 'wait' 'log' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job' ;;
       ("quota") compadd -- 'refresh' 'route' ;;
       ("job") compadd -- 'run' 'resume' 'wait' 'result' 'steer' 'abort' 'kill' 'status' 'peek' 'list' 'profiles' 'rm' 'completion' ;;
     esac
@@ -121,6 +125,8 @@ _prun() {
   case "$p|$n" in
     ("batch|0") _files ;;
     ("status|0") _files -/ ;;
+    ("wait|0") _files -/ ;;
+    ("log|0") _files -/ ;;
     ("clone|0") _files -/ ;;
     ("clone|1") _files ;;
     ("completion|0") compadd -- 'bash' 'zsh' 'fish' ;;

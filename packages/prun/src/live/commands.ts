@@ -1,5 +1,6 @@
 // `prun wait`, `prun log` and `prun status --watch`: watching a batch from any terminal. All three
 // only read (the ledger, the summary, state directories) and never take the driver lock.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { readHead } from '@prun/kit/fs';
 import { MONITOR_ENV, readSecondsSetting } from '@prun/monitor';
@@ -24,7 +25,8 @@ const CHUNK_BYTES = 1024 * 1024;
 /** The batch at `dir`, waiting briefly for it to appear; its unit ids from its own plan. */
 async function openForWatch(dir: string, graceMs: number): Promise<{ paths: BatchPaths; ids: string[] }> {
   const paths = batchPaths(dir);
-  if (!(await awaitBatchDir(paths, graceMs))) throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, EXIT.usage);
+  // A batch directory appears whole (laid out aside, then renamed): only a missing one is worth a wait.
+  if (!(await awaitBatchDir(paths, existsSync(paths.dir) ? 0 : graceMs))) throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, EXIT.usage);
   try {
     return { paths, ids: loadPlan(paths.plan).units.map((unit) => unit.id) };
   } catch (error) {

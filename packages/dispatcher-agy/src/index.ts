@@ -61,15 +61,25 @@ export {
   decodeUtf8,
   universalNewlines,
 } from './validate.js';
-import type { DispatchIo } from './run.js';
-export type { DispatchIo };
+import type { UnitOptions } from './run.js';
+export type { UnitOptions };
+export {
+  UnitStopper,
+  stopSourceFromAbortSignal,
+  isUnitStopSignal,
+  type UnitStopSignal,
+  type StopRequest,
+  type UnitStopSource,
+} from './stop.js';
 
 /**
- * Runs one dispatch and returns its exit code. The I/O half (quota, model resolution, the
- * scrub, child processes) loads on first use, so importing this entry for its pure checks
- * stays cheap.
+ * Runs one unit in this process, as the bin would with `options.argv` in `options.cwd` and
+ * `options.env`, and returns the exit code the bin would exit with (README, "Library: running
+ * units in-process"). Re-entrant: no process-wide state, so one process can run many units at
+ * once. The I/O half (quota, model resolution, the scrub, child processes) loads on first use,
+ * so importing this entry for its pure checks stays cheap.
  */
-export async function dispatch(argv: readonly string[], io: DispatchIo): Promise<number> {
+export async function runUnit(options: UnitOptions): Promise<number> {
   const run = await import('./run.js');
-  return run.dispatch(argv, io);
+  return run.runUnit(options);
 }

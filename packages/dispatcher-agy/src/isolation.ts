@@ -20,7 +20,7 @@
  * Without isolation the launcher stays as agy's keeper (a subreaper that kills the whole tree
  * when agy exits or the dispatcher dies), and agy runs in a process group of its own.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 
 export type IsolationSetting = 'auto' | 'off' | 'pid';
 
@@ -184,43 +184,100 @@ export function unshareCandidates(isRoot: boolean): string[][] {
   return isRoot ? [['unshare', ...PID_NAMESPACE_FLAGS], ...asUser] : asUser;
 }
 
-export type ProbeRun = (argv: readonly string[]) => { ok: boolean; why: string };
+export interface ProbeResult {
+  ok: boolean;
+  why: string;
+}
+export type ProbeRun = (argv: readonly string[]) => ProbeResult;
+export type AsyncProbeRun = (argv: readonly string[]) => Promise<ProbeResult>;
+
+const PROBE_TIMEOUT_MS = 5000;
+
+function probeOutcome(error: Error | undefined, status: number | null, signal: string | null, stderr: string, argv0: string): ProbeResult {
+  if (error) return { ok: false, why: `${argv0}: ${(error as NodeJS.ErrnoException).code ?? error.message}` };
+  if (status === 0) return { ok: true, why: '' };
+  const text = stderr.trim().split('\n').pop() ?? '';
+  return { ok: false, why: text !== '' ? text : `${argv0} exited with ${status ?? signal}` };
+}
 
 /** Runs a probe command with a short bound; ok when it exits 0. */
 export const runProbe: ProbeRun = (argv) => {
-  const result = spawnSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], timeout: 5000, encoding: 'utf8' });
-  if (result.error) return { ok: false, why: `${argv[0]}: ${(result.error as NodeJS.ErrnoException).code ?? result.error.message}` };
-  if (result.status === 0) return { ok: true, why: '' };
-  const text = (result.stderr ?? '').trim().split('\n').pop() ?? '';
-  return { ok: false, why: text !== '' ? text : `${argv[0]} exited with ${result.status ?? result.signal}` };
+  const result = spawnSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' });
+  return probeOutcome(result.error, result.status, result.signal, result.stderr ?? '', argv[0]!);
 };
 
+/** `runProbe` without blocking the event loop (a process hosting many units), in `env`. */
+export function asyncProbe(env: NodeJS.ProcessEnv): AsyncProbeRun {
+  return (argv) =>
+    new Promise((resolve) => {
+      execFile(argv[0]!, argv.slice(1), { env, timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' }, (error, _stdout, stderr) => {
+        const spawnError = error && typeof (error as NodeJS.ErrnoException).code === 'string' ? error : undefined;
+        const status = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : null) : 0;
+        const signal = error ? ((error as { signal?: string | null }).signal ?? null) : null;
+        resolve(probeOutcome(spawnError, status, signal, stderr, argv[0]!));
+      });
+    });
+}
+
 /**
- * Decide the launch plan for `setting` on this machine. The usual case costs one probe process
- * chain (setpriv, unshare, perl together); only a failure asks the parts one by one.
+ * The decision, as a sequence of probes: each `yield` is a command to try, answered with its
+ * result; the return value is the plan. The usual case costs one probe process chain
+ * (setpriv, unshare, perl together); only a failure asks the parts one by one.
  */
-export function planLaunch(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean, run: ProbeRun = runProbe): LaunchPlan {
+function* planSteps(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean): Generator<readonly string[], LaunchPlan, ProbeResult> {
   const perl = ['perl', '-e', 'exit 0'];
   const candidates = unshareCandidates(isRoot);
   if (platform === 'linux' && setting !== 'off') {
     const first = candidates[0]!;
-    if (run(['setpriv', '--pdeathsig', 'KILL', '--', ...first, '--', ...DROP_CAPABILITIES, ...perl]).ok) {
+    if ((yield ['setpriv', '--pdeathsig', 'KILL', '--', ...first, '--', ...DROP_CAPABILITIES, ...perl]).ok) {
       return { isolation: { kind: 'pid', unshare: first }, parentDeath: true, launcher: true };
     }
   }
-  const launcher = platform === 'linux' && run(perl).ok;
-  const parentDeath = launcher && run(['setpriv', '--pdeathsig', 'TERM', '--', ...perl]).ok;
+  const launcher = platform === 'linux' && (yield perl).ok;
+  const parentDeath = launcher && (yield ['setpriv', '--pdeathsig', 'TERM', '--', ...perl]).ok;
   if (setting === 'off') return { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath, launcher };
   if (platform !== 'linux') return { isolation: { kind: 'none', reason: `PID namespaces need Linux (this is ${platform})` }, parentDeath, launcher };
   if (!launcher) return { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, parentDeath, launcher };
   const failures: string[] = [];
   for (const unshare of candidates) {
-    const probe = run([...unshare, '--', ...DROP_CAPABILITIES, ...perl]);
+    const probe = yield [...unshare, '--', ...DROP_CAPABILITIES, ...perl];
     if (probe.ok) return { isolation: { kind: 'pid', unshare }, parentDeath, launcher };
     failures.push(probe.why);
   }
   const reason = `no PID namespace: ${[...new Set(failures)].join('; ')}`;
   return { isolation: { kind: 'none', reason }, parentDeath, launcher };
+}
+
+/** Decide the launch plan for `setting` on this machine (probes run synchronously). */
+export function planLaunch(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean, run: ProbeRun = runProbe): LaunchPlan {
+  const steps = planSteps(setting, platform, isRoot);
+  let step = steps.next();
+  while (!step.done) step = steps.next(run(step.value));
+  return step.value;
+}
+
+/** `planLaunch` with probes that do not block the event loop. */
+export async function planLaunchAsync(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean, run: AsyncProbeRun): Promise<LaunchPlan> {
+  const steps = planSteps(setting, platform, isRoot);
+  let step = steps.next();
+  while (!step.done) step = steps.next(await run(step.value));
+  return step.value;
+}
+
+/**
+ * What this machine gives does not change while a process runs: one probe per setting and
+ * PATH (where setpriv, unshare and perl are found), however many units the process runs.
+ */
+const plans = new Map<string, Promise<LaunchPlan>>();
+
+export function cachedLaunchPlan(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean, env: NodeJS.ProcessEnv): Promise<LaunchPlan> {
+  const key = `${setting}\0${isRoot}\0${env['PATH'] ?? ''}`;
+  let plan = plans.get(key);
+  if (plan === undefined) {
+    plan = planLaunchAsync(setting, platform, isRoot, asyncProbe(env));
+    plans.set(key, plan);
+  }
+  return plan;
 }
 
 /** The state file `isolation`: what the worker was started with, and why not isolated. */

@@ -4,7 +4,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, statSync, writeFileSync, writeSync } from 'node:fs';
-import { CliError, STOP_SIGNALS, signalExitCode } from '@prun/kit/cli';
+import { CliError, packageVersion, signalExitCode } from '@prun/kit/cli';
 import { readHead, removeStaleTemps } from '@prun/kit/fs';
 import { constants as osConstants } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -42,7 +42,7 @@ import {
   systemTempDir,
 } from '@prun/unit-state';
 import { parseArgs } from './args.js';
-import { USAGE } from './help.js';
+import { HELP, USAGE } from './help.js';
 import {
   buildRelayPrompt,
   buildWorkerArgv,
@@ -52,25 +52,48 @@ import {
   stdinPayload,
   type WorkerEnd,
 } from './decide.js';
-import { isolationRecord, planLaunch, type LaunchPlan } from './isolation.js';
+import { cachedLaunchPlan, isolationRecord, type LaunchPlan } from './isolation.js';
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
 import { MESSAGE_PREFIX, PUBLISH_TAG, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
 import { WorkerProcess, type WorkerExit } from './worker.js';
+import { toStopSource, type StopRequest, type UnitStopSource } from './stop.js';
+
+const MANIFEST = new URL('../package.json', import.meta.url);
 
 
-export interface DispatchIo {
+/** One unit to run in this process (README, "Library: running units in-process"). */
+export interface UnitOptions {
+  /** The bin's arguments (without node and the script). */
+  argv: readonly string[];
+  /** The unit's working directory: what relative paths are joined onto, as the bin's cwd. */
+  cwd: string;
+  /** The unit's environment, as the bin's process.env (read, never modified). */
   env: NodeJS.ProcessEnv;
+  /** Where the bin's stdout text goes (the one `STATE-DIR` line, or --help/--version). */
   stdout: (text: string) => void;
+  /** Where the bin's stderr text goes (`dispatch-task-agy: ...` lines, the tail echo). */
   stderr: (text: string) => void;
+  /** Stop requests: a UnitStopper, any UnitStopSource, or an AbortSignal. */
+  stop?: UnitStopSource | AbortSignal;
+}
+
+/**
+ * What only the bin does, because it owns its process (cli.ts). A hosted unit has none of it:
+ * no signal handler, no process.cwd(), no death by signal.
+ */
+export interface BinHooks {
+  /** The working directory, read when the unit needs it (a deleted cwd is then an internal error, as before). */
+  cwd: () => string;
   help: () => string;
   version: () => string;
+  /** A stop arrived before anything was created: die of it, as its default action would. */
+  dieOf: (signal: NodeJS.Signals) => void;
   /**
-   * The bin sets this: once the outcome is final, every later catchable signal is ignored until
-   * the process exits, so the exit code a caller reads is the outcome, never 128+n. A library
-   * caller leaves it unset and gets its signal handling back when `dispatch` returns.
+   * The outcome is being decided or published: from now on every catchable signal whose
+   * default action ends the process is ignored until it exits, so its exit code is the outcome.
    */
-  holdSignalsUntilExit?: boolean;
+  holdSignals: () => void;
 }
 
 /** A failure that ends the dispatch with one message and its exit code (never a stack trace). */
@@ -90,27 +113,7 @@ const MAX_CAPTURE_READ_BYTES = 256 * 1024 * 1024;
 
 type Phase = 'validating' | 'prelaunch' | 'running' | 'finishing' | 'done';
 
-/**
- * Signals whose default action ends the process and that Node lets a listener catch, besides
- * the forwarded ones; after the outcome is final they are ignored too. SIGUSR1 belongs to the
- * inspector guard, and faults (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) keep their defaults.
- */
-const LATE_IGNORED_SIGNALS: readonly NodeJS.Signals[] = [
-  'SIGQUIT',
-  'SIGUSR2',
-  'SIGALRM',
-  'SIGVTALRM',
-  'SIGPROF',
-  'SIGXCPU',
-  'SIGXFSZ',
-  'SIGPOLL',
-  'SIGPWR',
-  'SIGSTKFLT',
-  'SIGTRAP',
-  'SIGSYS',
-];
-
-/** The dispatcher's mutable run state, shared with the signal handlers. */
+/** The dispatcher's mutable run state, shared with the stop requests. */
 class Dispatch {
   phase: Phase = 'validating';
   unit: Unit | null = null;
@@ -122,17 +125,21 @@ class Dispatch {
   deadlineHit = false;
   killTimer: NodeJS.Timeout | null = null;
   /**
-   * Set when a signal ended the dispatch before the worker started: `dispatch` returns this code
-   * at once (the bin then exits with it) and the steps still running stop before a launch.
+   * Set when a stop ended the dispatch before the worker started: `runUnit` returns this code
+   * at once and the steps still running stop before they create or launch anything.
    */
   stoppedWith: number | null = null;
+  private signalsHeld = false;
   private stopDispatch: (code: number) => void = () => undefined;
   readonly stopped = new Promise<number>((resolve) => {
     this.stopDispatch = resolve;
   });
-  private readonly handlers = new Map<NodeJS.Signals, () => void>();
 
-  constructor(readonly io: DispatchIo) {}
+  constructor(
+    readonly io: UnitOptions,
+    readonly cwd: () => string,
+    readonly bin: BinHooks | null,
+  ) {}
 
   say(message: string): void {
     this.io.stderr(`${MESSAGE_PREFIX}${message}\n`);
@@ -155,49 +162,23 @@ class Dispatch {
     return read.ok ? read.text : '';
   }
 
-  installSignalHandlers(): void {
-    for (const signal of STOP_SIGNALS) {
-      const handler = (): void => this.onSignal(signal);
-      this.handlers.set(signal, handler);
-      process.on(signal, handler);
-    }
-  }
-
-  removeSignalHandlers(): void {
-    for (const [signal, handler] of this.handlers) process.off(signal, handler);
-    this.handlers.clear();
-  }
-
   /**
-   * The outcome is being decided or published: from now on every catchable signal whose default
-   * action ends the process is ignored (the forwarded ones already are in this phase), so that
-   * the exit code is the outcome. Only for the bin (see DispatchIo.holdSignalsUntilExit).
+   * The outcome is being decided or published: the bin now ignores every catchable signal
+   * whose default action would end it (BinHooks.holdSignals); a stop request is ignored by
+   * the phase alone.
    */
   holdSignals(): void {
-    if (this.io.holdSignalsUntilExit !== true) return;
-    for (const signal of LATE_IGNORED_SIGNALS) {
-      if (this.handlers.has(signal)) continue;
-      const handler = (): void => undefined;
-      this.handlers.set(signal, handler);
-      try {
-        process.on(signal, handler);
-      } catch {
-        // A signal this platform does not have.
-      }
-    }
+    if (this.signalsHeld) return;
+    this.signalsHeld = true;
+    this.bin?.holdSignals();
   }
 
   /**
-   * The dispatch has returned its exit code. Before STATE-DIR nothing exists, so signals get
-   * their default action back. After it the outcome is on disk and final: the handlers stay
-   * (removing one would restore the default action for the moments before exit) and ignore
-   * whatever arrives, so the process exits with its outcome.
+   * The dispatch has returned its exit code. After STATE-DIR the outcome is on disk and final:
+   * every later request is ignored (and the bin keeps ignoring signals until it exits).
    */
   settle(): void {
-    if (this.unit === null || this.io.holdSignalsUntilExit !== true) {
-      this.removeSignalHandlers();
-      return;
-    }
+    if (this.unit === null) return;
     this.phase = 'done';
     this.holdSignals();
   }
@@ -213,14 +194,22 @@ class Dispatch {
     }
   }
 
-  onSignal(signal: NodeJS.Signals): void {
+  onRequest(request: StopRequest): void {
+    if (request.kind === 'stop') this.onStop(request.signal);
+    else this.onKill();
+  }
+
+  /** What the bin does when `signal` arrives, by phase. */
+  onStop(signal: NodeJS.Signals): void {
     const code = signalExitCode(signal);
     switch (this.phase) {
       case 'validating':
-        // Nothing has been created or started yet: leave as the default action would, by giving
-        // the signal its default action back and sending it again (no process.exit in a library).
-        this.removeSignalHandlers();
-        process.kill(process.pid, signal);
+        // Nothing has been created or started yet. The bin leaves as the default action would;
+        // a hosted unit ends at once with the code a shell reports for that death.
+        if (this.stoppedWith !== null) return;
+        this.stoppedWith = code;
+        this.bin?.dieOf(signal);
+        this.stopDispatch(code);
         break;
       case 'prelaunch': {
         if (this.stoppedWith !== null) return;
@@ -250,6 +239,21 @@ class Dispatch {
         // The outcome is published and the exit code set: nothing may change it now.
         break;
     }
+  }
+
+  /**
+   * "Kill now": while the worker runs, its whole tree is killed at once (what the grace timer
+   * does), and the outcome is the interrupted one (by the first stop's signal, else SIGTERM).
+   * In any other phase it is a stop as SIGTERM.
+   */
+  onKill(): void {
+    if (this.phase !== 'running') {
+      this.onStop('SIGTERM');
+      return;
+    }
+    if (this.worker?.exited === true) return;
+    this.interruptedBy ??= 'SIGTERM';
+    this.worker?.signal('SIGKILL');
   }
 
   /** Publish the FALLBACK unless the result path already holds a non-empty file. */
@@ -295,12 +299,24 @@ function nonEmptyFile(path: string): boolean {
   }
 }
 
-/** Runs one dispatch; returns the exit code. Never throws. */
-export async function dispatch(argv: readonly string[], io: DispatchIo): Promise<number> {
-  const run = new Dispatch(io);
-  run.installSignalHandlers();
+/**
+ * Runs one unit in this process and returns the exit code the bin would exit with. Never
+ * throws; touches no process-wide state (no signal handler, no process.cwd/env/exitCode), so
+ * one process can run many at once. README, "Library: running units in-process".
+ */
+export function runUnit(options: UnitOptions): Promise<number> {
+  return runDispatch(options, null);
+}
+
+/** The bin's entry (cli.ts): `runUnit` plus what only a process owner does. */
+export async function runDispatch(options: UnitOptions, bin: BinHooks | null): Promise<number> {
+  const cwd = bin?.cwd ?? ((): string => options.cwd);
+  const run = new Dispatch(options, cwd, bin);
+  const unsubscribe = toStopSource(options.stop)?.subscribe((request) => run.onRequest(request)) ?? (() => undefined);
   try {
-    return await Promise.race([dispatchSteps(run, argv), run.stopped]);
+    // A stop that came before the unit started.
+    if (run.stoppedWith !== null) return run.stoppedWith;
+    return await Promise.race([dispatchSteps(run, options.argv), run.stopped]);
   } catch (error) {
     if (run.stoppedWith !== null) return run.stoppedWith;
     const [reason, code] = error instanceof CliError ? [error.message, error.exitCode] : [`internal error: ${errorText(error)}`, 70];
@@ -310,6 +326,7 @@ export async function dispatch(argv: readonly string[], io: DispatchIo): Promise
   } finally {
     if (run.killTimer !== null) clearTimeout(run.killTimer);
     run.settle();
+    unsubscribe();
   }
 }
 
@@ -318,18 +335,18 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
   const env = io.env;
   const parsed = parseArgs(argv);
   if (parsed.kind === 'help') {
-    io.stdout(io.help());
+    io.stdout(run.bin?.help() ?? HELP);
     return 0;
   }
   if (parsed.kind === 'version') {
-    io.stdout(`${io.version()}\n`);
+    io.stdout(`${run.bin?.version() ?? packageVersion(MANIFEST)}\n`);
     return 0;
   }
   if (parsed.kind === 'error') {
     io.stderr(`${USAGE}\n${MESSAGE_PREFIX}error: ${parsed.message}\n`);
     return 2;
   }
-  const cwd = realpathSync(process.cwd());
+  const cwd = realpathSync(run.cwd());
   let config: DispatchConfig;
   try {
     config = validate(parsed.args, { env, cwd, defaultModel: DEFAULT_MODEL, locateBinary: locateAgy });
@@ -342,7 +359,9 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
   }
 
   // Refuse before anything is created when isolation is required and this machine cannot give it.
-  const plan = planLaunch(config.isolate, process.platform, process.getuid?.() === 0);
+  const plan = await cachedLaunchPlan(config.isolate, process.platform, process.getuid?.() === 0, env);
+  // A stop while the machine was probed: nothing has been created.
+  if (run.stoppedWith !== null) return run.stoppedWith;
   if (config.isolate === 'pid' && plan.isolation.kind !== 'pid') {
     run.say(`PRUN_ISOLATE=pid, but the worker cannot be isolated here: ${plan.isolation.reason}`);
     return 2;
@@ -391,17 +410,18 @@ function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv, plan: La
   }
 }
 
-async function loadStatesIfNeeded(model: string, env: NodeJS.ProcessEnv): Promise<PoolStates | null> {
+async function loadStatesIfNeeded(model: string, env: NodeJS.ProcessEnv, cwd: string): Promise<PoolStates | null> {
   // The snapshot (and any refresh it triggers) is skipped entirely when routing cannot use it.
   if (!routeNeedsSnapshot(model, env)) return null;
-  return loadPoolStatesForDispatch({ env });
+  // A refresh resolves a relative ANTIGRAVITY_BIN against the unit's directory, not the process's.
+  return loadPoolStatesForDispatch({ env, refresh: (options) => refresh({ ...options, cwd }) });
 }
 
 /** README "How it works", steps 3-6: the model that will run, or a Stop. */
 async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise<string> {
   const env = run.io.env;
   const pinned = config.namedModel !== '';
-  const decision = route(config.model, pinned, await loadStatesIfNeeded(config.model, env), env);
+  const decision = route(config.model, pinned, await loadStatesIfNeeded(config.model, env, config.cwd), env);
   if (decision.block !== undefined) throw stop(decision.block, QUOTA_EXHAUSTED_EXIT);
   if (decision.note !== undefined) {
     run.say(decision.note);
@@ -415,7 +435,7 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
   const noteLine = quotaNoteLineFor(routed, final);
   if (noteLine !== null) appendFileSync(run.statePath(STATE_FILES.quotaNote), `${noteLine}\n`);
   if (modelPool(final) !== modelPool(routed)) {
-    const block = recheckAfterFallback(final, await loadStatesIfNeeded(final, env), env);
+    const block = recheckAfterFallback(final, await loadStatesIfNeeded(final, env, config.cwd), env);
     if (block !== null) throw stop(block, QUOTA_EXHAUSTED_EXIT);
   }
   return final;

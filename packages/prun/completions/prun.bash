@@ -11,7 +11,7 @@ _prun() {
     if [[ $w == -?* ]]; then
       [[ $w == *=* ]] && continue
       case "$p|$w" in
-        "batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
+        "batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--batch"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
       esac
       continue
     fi
@@ -21,6 +21,7 @@ _prun() {
         "|status") p='status'; continue ;;
         "|wait") p='wait'; continue ;;
         "|log") p='log'; continue ;;
+        "|clean") p='clean'; continue ;;
         "|clone") p='clone'; continue ;;
         "|completion") p='completion'; continue ;;
         "|help") p='help'; continue ;;
@@ -65,6 +66,7 @@ _prun() {
       "dispatch|--add-dir") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "dispatch|--continue-from") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "report-state|--root") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
+      "report-state|--batch") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "report-state|--sort") COMPREPLY+=($(compgen -W 'path tail-bytes-desc' -- "$cur")) ;;
       "snapshot-tail|--unit") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "snapshot-tail|--dest") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
@@ -87,13 +89,14 @@ _prun() {
       "status") COMPREPLY+=($(compgen -W '--json --watch --help --version' -- "$cur")) ;;
       "wait") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
       "log") COMPREPLY+=($(compgen -W '--follow -f --raw --help --version' -- "$cur")) ;;
+      "clean") COMPREPLY+=($(compgen -W '--dry-run --snapshot --clones --json --help --version' -- "$cur")) ;;
       "clone") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "completion") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "help") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "dispatch") COMPREPLY+=($(compgen -W '--prompt-file --result-file --unit-id --mode --add-dir --continue-from --help --version' -- "$cur")) ;;
       "monitor") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
       "gather") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
-      "report-state") COMPREPLY+=($(compgen -W '--root --json --summary --sort --min-tail-bytes --include-legacy-pid --help --version' -- "$cur")) ;;
+      "report-state") COMPREPLY+=($(compgen -W '--root --batch --json --summary --sort --min-tail-bytes --include-legacy-pid --help --version' -- "$cur")) ;;
       "snapshot-tail") COMPREPLY+=($(compgen -W '--unit --dest --output --json --help --version' -- "$cur")) ;;
       "quota") COMPREPLY+=($(compgen -W '--json --no-refresh --help --version' -- "$cur")) ;;
       "quota refresh") COMPREPLY+=($(compgen -W '--json --force --help --version' -- "$cur")) ;;
@@ -119,7 +122,7 @@ _prun() {
   fi
   if [[ $n == 0 ]]; then
     case "$p" in
-      "") COMPREPLY+=($(compgen -W 'batch status wait log clone completion help dispatch monitor gather report-state snapshot-tail quota models env job' -- "$cur")) ;;
+      "") COMPREPLY+=($(compgen -W 'batch status wait log clean clone completion help dispatch monitor gather report-state snapshot-tail quota models env job' -- "$cur")) ;;
       "quota") COMPREPLY+=($(compgen -W 'refresh route' -- "$cur")) ;;
       "job") COMPREPLY+=($(compgen -W 'run resume wait result steer abort kill status peek list profiles rm completion' -- "$cur")) ;;
     esac
@@ -129,6 +132,7 @@ _prun() {
     "status|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "wait|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "log|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
+    "clean|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "clone|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "clone|1") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
     "completion|0") COMPREPLY+=($(compgen -W 'bash zsh fish' -- "$cur")) ;;

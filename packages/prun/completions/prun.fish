@@ -23,7 +23,7 @@ function __prun_complete
         if string match -qr -- '^-.' "$w"
             string match -q -- '*=*' "$w"; and continue
             switch "$p|$w"
-                case 'batch|--dir' 'batch|--jobs' 'batch|--quota-wait' 'batch|--resume' 'batch|--retry-failed' 'dispatch|--prompt-file' 'dispatch|--result-file' 'dispatch|--unit-id' 'dispatch|--mode' 'dispatch|--add-dir' 'dispatch|--continue-from' 'report-state|--root' 'report-state|--sort' 'report-state|--min-tail-bytes' 'snapshot-tail|--unit' 'snapshot-tail|--dest' 'snapshot-tail|--output' 'quota route|--model' 'models|--listing' 'env|--keep' 'job run|--profile' 'job run|--name' 'job run|--timeout' 'job run|--model' 'job run|--thinking' 'job run|--cwd' 'job resume|--timeout' 'job wait|--timeout' 'job peek|-n'
+                case 'batch|--dir' 'batch|--jobs' 'batch|--quota-wait' 'batch|--resume' 'batch|--retry-failed' 'dispatch|--prompt-file' 'dispatch|--result-file' 'dispatch|--unit-id' 'dispatch|--mode' 'dispatch|--add-dir' 'dispatch|--continue-from' 'report-state|--root' 'report-state|--batch' 'report-state|--sort' 'report-state|--min-tail-bytes' 'snapshot-tail|--unit' 'snapshot-tail|--dest' 'snapshot-tail|--output' 'quota route|--model' 'models|--listing' 'env|--keep' 'job run|--profile' 'job run|--name' 'job run|--timeout' 'job run|--model' 'job run|--thinking' 'job run|--cwd' 'job resume|--timeout' 'job wait|--timeout' 'job peek|-n'
                     set expect "$w"
             end
             continue
@@ -41,6 +41,9 @@ function __prun_complete
                     continue
                 case '|log'
                     set p 'log'
+                    continue
+                case '|clean'
+                    set p 'clean'
                     continue
                 case '|clone'
                     set p 'clone'
@@ -153,6 +156,8 @@ function __prun_complete
                 for c in (__fish_complete_directories "$cur"); printf '%s%s\n' "$prefix" "$c"; end
             case 'report-state|--root'
                 for c in (__fish_complete_directories "$cur"); printf '%s%s\n' "$prefix" "$c"; end
+            case 'report-state|--batch'
+                for c in (__fish_complete_directories "$cur"); printf '%s%s\n' "$prefix" "$c"; end
             case 'report-state|--sort'
                 for c in (printf '%s\n' 'path' 'tail-bytes-desc'); printf '%s%s\n' "$prefix" "$c"; end
             case 'snapshot-tail|--unit'
@@ -187,6 +192,8 @@ function __prun_complete
                 printf '%s\n' '--json	print the final summary as one JSON document' '--help	show this help' '--version	print the version'
             case 'log'
                 printf '%s\n' '--follow	keep printing as the worker writes, until the unit settles' '-f	keep printing as the worker writes, until the unit settles' '--raw	the tail\'s bytes as they are' '--help	show this help' '--version	print the version'
+            case 'clean'
+                printf '%s\n' '--dry-run	list what would go and how many bytes; remove nothing' '--snapshot	first archive each state dir\'s tail with snapshot-tail (default destination)' '--clones	remove the settled units\' throwaway clones (<DIR>/clones/<id>) too' '--json	one JSON document' '--help	show this help' '--version	print the version'
             case 'clone'
                 printf '%s\n' '--help	show this help' '--version	print the version'
             case 'completion'
@@ -200,7 +207,7 @@ function __prun_complete
             case 'gather'
                 printf '%s\n' '--json	the same events as NDJSON' '--help	show this help' '--version	print the version'
             case 'report-state'
-                printf '%s\n' '--root	a directory holding prun-task-* units (repeatable; default: the system temporary directory, TMPDIR, TEMP, TMP, /tmp, ...)' '--json	one JSON document (schema_version 1) instead of the table' '--summary	add counts by result and by path state, and the two byte counters' '--sort	the order of the units' '--min-tail-bytes	list only units whose tail holds at least N bytes (display only: counts, summary and exit code still cover every unit)' '--include-legacy-pid	add the recorded dispatch-pid text (never verified)' '--help	show this help' '--version	print the version'
+                printf '%s\n' '--root	a directory holding prun-task-* units (repeatable; default: the system temporary directory, TMPDIR, TEMP, TMP, /tmp, ...)' '--batch	only the state directories this prun batch recorded in its ledger (default roots: the folders holding them; with --root, only those under the roots given)' '--json	one JSON document (schema_version 1) instead of the table' '--summary	add counts by result and by path state, and the two byte counters' '--sort	the order of the units' '--min-tail-bytes	list only units whose tail holds at least N bytes (display only: counts, summary and exit code still cover every unit)' '--include-legacy-pid	add the recorded dispatch-pid text (never verified)' '--help	show this help' '--version	print the version'
             case 'snapshot-tail'
                 printf '%s\n' '--unit	the unit state directory (its \'tail\' is the source)' '--dest	directory for snapshot-<UTC stamp>-<8 hex>.zip (default: $XDG_STATE_HOME/anywhere-agents/prun/snapshots, or ~/.local/state/anywhere-agents/prun/snapshots; created 0700)' '--output	exact archive path (not with --dest)' '--json	print {"published", "manifest", "warning"} as JSON' '--help	show this help' '--version	print the version'
             case 'quota'
@@ -247,7 +254,7 @@ function __prun_complete
     if test $n = 0
         switch "$p"
             case ''
-                printf '%s\n' 'batch	run a whole fan-out from a JSON or YAML plan, with a ledger; resumable' 'status	a batch\'s units and their states' 'wait	block until a batch has finished, whoever drives it; exit with its exit code' 'log	a unit\'s worker output, rendered for a person' 'clone	a throwaway local clone for a code-writing unit (remote removed)' 'completion	print the completion script of prun and every prun-* bin' 'help	the help of prun or of one command' 'dispatch	run one unit through agy; prints STATE-DIR, publishes the result or a FALLBACK' 'monitor	watch state dirs; wake on the first failure, stall, all-done or timeout' 'gather	wait until result files have landed and gone quiet' 'report-state	read-only inventory of leftover prun-task-* state directories' 'snapshot-tail	archive a unit\'s tail into a verified ZIP, never replacing anything' 'quota	quota readout, refresh, and the routing decision for a model' 'models	resolve a model template to the newest listed model of its family' 'env	run a command with secret-shaped variables withheld, or list them' 'job	named pi agent jobs: run, resume, wait, result, steer, abort, kill, list'
+                printf '%s\n' 'batch	run a whole fan-out from a JSON or YAML plan, with a ledger; resumable' 'status	a batch\'s units and their states' 'wait	block until a batch has finished, whoever drives it; exit with its exit code' 'log	a unit\'s worker output, rendered for a person' 'clean	remove the state dirs (and with --clones the clones) of a batch\'s settled units' 'clone	a throwaway local clone for a code-writing unit (remote removed)' 'completion	print the completion script of prun and every prun-* bin' 'help	the help of prun or of one command' 'dispatch	run one unit through agy; prints STATE-DIR, publishes the result or a FALLBACK' 'monitor	watch state dirs; wake on the first failure, stall, all-done or timeout' 'gather	wait until result files have landed and gone quiet' 'report-state	read-only inventory of leftover prun-task-* state directories' 'snapshot-tail	archive a unit\'s tail into a verified ZIP, never replacing anything' 'quota	quota readout, refresh, and the routing decision for a model' 'models	resolve a model template to the newest listed model of its family' 'env	run a command with secret-shaped variables withheld, or list them' 'job	named pi agent jobs: run, resume, wait, result, steer, abort, kill, list'
             case 'quota'
                 printf '%s\n' 'refresh	query agy /usage and rewrite the snapshot' 'route	the model a unit would run on, or why it may not start'
             case 'job'
@@ -262,6 +269,8 @@ function __prun_complete
         case 'wait|0'
             __fish_complete_directories "$cur"
         case 'log|0'
+            __fish_complete_directories "$cur"
+        case 'clean|0'
             __fish_complete_directories "$cur"
         case 'clone|0'
             __fish_complete_directories "$cur"

@@ -10,7 +10,7 @@ _prun() {
     if [[ $w == -?* ]]; then
       [[ $w == *=* ]] && continue
       case "$p|$w" in
-        ("batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
+        ("batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--batch"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
       esac
       continue
     fi
@@ -20,6 +20,7 @@ _prun() {
         ("|status") p='status'; continue ;;
         ("|wait") p='wait'; continue ;;
         ("|log") p='log'; continue ;;
+        ("|clean") p='clean'; continue ;;
         ("|clone") p='clone'; continue ;;
         ("|completion") p='completion'; continue ;;
         ("|help") p='help'; continue ;;
@@ -63,6 +64,7 @@ _prun() {
       ("dispatch|--add-dir") _files -/ ;;
       ("dispatch|--continue-from") _files -/ ;;
       ("report-state|--root") _files -/ ;;
+      ("report-state|--batch") _files -/ ;;
       ("report-state|--sort") compadd -- 'path' 'tail-bytes-desc' ;;
       ("snapshot-tail|--unit") _files -/ ;;
       ("snapshot-tail|--dest") _files -/ ;;
@@ -85,13 +87,14 @@ _prun() {
       ("status") compadd -- '--json' '--watch' '--help' '--version' ;;
       ("wait") compadd -- '--json' '--help' '--version' ;;
       ("log") compadd -- '--follow' '-f' '--raw' '--help' '--version' ;;
+      ("clean") compadd -- '--dry-run' '--snapshot' '--clones' '--json' '--help' '--version' ;;
       ("clone") compadd -- '--help' '--version' ;;
       ("completion") compadd -- '--help' '--version' ;;
       ("help") compadd -- '--help' '--version' ;;
       ("dispatch") compadd -- '--prompt-file' '--result-file' '--unit-id' '--mode' '--add-dir' '--continue-from' '--help' '--version' ;;
       ("monitor") compadd -- '--json' '--help' '--version' ;;
       ("gather") compadd -- '--json' '--help' '--version' ;;
-      ("report-state") compadd -- '--root' '--json' '--summary' '--sort' '--min-tail-bytes' '--include-legacy-pid' '--help' '--version' ;;
+      ("report-state") compadd -- '--root' '--batch' '--json' '--summary' '--sort' '--min-tail-bytes' '--include-legacy-pid' '--help' '--version' ;;
       ("snapshot-tail") compadd -- '--unit' '--dest' '--output' '--json' '--help' '--version' ;;
       ("quota") compadd -- '--json' '--no-refresh' '--help' '--version' ;;
       ("quota refresh") compadd -- '--json' '--force' '--help' '--version' ;;
@@ -117,7 +120,7 @@ _prun() {
   fi
   if (( n == 0 )); then
     case "$p" in
-      ("") compadd -- 'batch' 'status' 'wait' 'log' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job' ;;
+      ("") compadd -- 'batch' 'status' 'wait' 'log' 'clean' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job' ;;
       ("quota") compadd -- 'refresh' 'route' ;;
       ("job") compadd -- 'run' 'resume' 'wait' 'result' 'steer' 'abort' 'kill' 'status' 'peek' 'list' 'profiles' 'rm' 'completion' ;;
     esac
@@ -127,6 +130,7 @@ _prun() {
     ("status|0") _files -/ ;;
     ("wait|0") _files -/ ;;
     ("log|0") _files -/ ;;
+    ("clean|0") _files -/ ;;
     ("clone|0") _files -/ ;;
     ("clone|1") _files ;;
     ("completion|0") compadd -- 'bash' 'zsh' 'fish' ;;

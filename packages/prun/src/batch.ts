@@ -9,6 +9,7 @@ import { dispatcherCommandLine, type DispatchRequest } from './dispatcher.js';
 import { EXIT } from './errors.js';
 import { LOCK_FILE } from './lock.js';
 import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
+import { BATCH_FILES } from '@prun/unit-state/ledger';
 import { isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
 import type { ResolvedUnit } from './plan.js';
 import { batchExitCode, decide, quotaRetryTime } from './schedule.js';
@@ -30,8 +31,8 @@ export function batchPaths(dir: string) {
   const root = resolve(dir);
   return {
     dir: root,
-    plan: join(root, 'plan.json'),
-    ledger: join(root, 'ledger.jsonl'),
+    plan: join(root, BATCH_FILES.plan),
+    ledger: join(root, BATCH_FILES.ledger),
     lock: join(root, LOCK_FILE),
     prompts: join(root, 'prompts'),
     results: join(root, 'results'),

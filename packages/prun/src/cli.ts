@@ -273,6 +273,13 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         process.exitCode = await (await import('./live/commands.js')).runLog(positionals[0]!, positionals[1]!, { follow: options.follow === true, raw: options.raw === true });
         return;
       }
+      case 'clean': {
+        const { options, positionals } = parseOwn('clean', rest);
+        const flags = { dryRun: options['dry-run'] === true, snapshot: options['snapshot'] === true, clones: options['clones'] === true, json: options['json'] === true };
+        const warn = (line: string): void => void process.stderr.write(`${NAME}: ${line}\n`);
+        process.exitCode = await (await import('./clean.js')).runClean(positionals[0]!, flags, env, process.cwd(), warn);
+        return;
+      }
       case 'clone':
         process.exitCode = runClone(rest);
         return;

@@ -12,8 +12,8 @@ export const EXIT = {
   busy: 101,
   /** The ledger is damaged (a bad line before the last, or missing or empty beside a batch's state). */
   ledger: 102,
-  /** `wait`: the batch is not finished and no prun drives it (its driver was killed). */
-  abandoned: 103,
+  /** `wait`: the batch is not finished and no prun drives it (its driver was killed). 103 is the controls' `halted`. */
+  abandoned: 104,
 } as const;
 
 /** A batch refusal or stop with its own exit code: kit's one error type, so every catch knows it. */

@@ -56,6 +56,20 @@ const OWN_COMMANDS: readonly CommandSpec[] = [
     ],
   },
   {
+    name: 'clean',
+    summary: "remove the state dirs (and with --clones the clones) of a batch's settled units",
+    usage: ['DIR [--dry-run] [--snapshot] [--clones] [--json]'],
+    description:
+      "Only a unit the ledger records as done, failed or invalid, whose result file is present and whose dispatcher is proven gone; only the state dirs and clones the batch recorded; symlinks are never followed. It takes the batch's driver lock, so it refuses (101) while a driver runs.",
+    options: [
+      { long: '--dry-run', help: 'list what would go and how many bytes; remove nothing' },
+      { long: '--snapshot', help: "first archive each state dir's tail with snapshot-tail (default destination)" },
+      { long: '--clones', help: "remove the settled units' throwaway clones (<DIR>/clones/<id>) too" },
+      { long: '--json', help: 'one JSON document' },
+    ],
+    positionals: [{ name: 'DIR', kind: 'dir' }],
+  },
+  {
     name: 'clone',
     summary: 'a throwaway local clone for a code-writing unit (remote removed)',
     usage: ['REPO DIR'],
@@ -89,8 +103,8 @@ export const OWN_SPEC: BinSpec = {
   commands: OWN_COMMANDS,
   epilog: "The other commands exit exactly as their bins do: see prun <command> --help.",
   exitCodes: [
-    { code: EXIT.ok, meaning: '`batch`, `wait`: every unit done; `status`, `log`, `clone`, `completion`: success' },
-    { code: '1-100', meaning: '`batch`, `wait`: the number of failed and invalid units, capped at 100; `clone`: git failed (1)' },
+    { code: EXIT.ok, meaning: '`batch`, `wait`: every unit done; `status`, `log`, `clean`, `clone`, `completion`: success' },
+    { code: '1-100', meaning: '`batch`, `wait`: the number of failed and invalid units, capped at 100; `clone`: git failed (1); `clean`: something could not be archived or removed and was kept (1)' },
     {
       code: EXIT.usage,
       meaning:
@@ -98,8 +112,8 @@ export const OWN_SPEC: BinSpec = {
     },
     { code: EXIT.internal, meaning: 'internal error' },
     { code: EXIT.quota, meaning: '`batch` stopped on a quota refusal under `--no-quota-wait`; resume it later' },
-    { code: EXIT.busy, meaning: '`batch`: another prun process is driving this batch directory (its pid is named)' },
-    { code: EXIT.ledger, meaning: '`batch`: the ledger is damaged (a bad line before the last, or missing or empty beside results or logs); nothing was changed' },
+    { code: EXIT.busy, meaning: '`batch`, `clean`: another prun process is driving this batch directory (its pid is named)' },
+    { code: EXIT.ledger, meaning: '`batch`, `clean`: the ledger is damaged (a bad line before the last, or missing or empty beside results or logs); nothing was changed' },
     { code: EXIT.abandoned, meaning: '`wait`: the batch is not finished and no prun drives it (its driver was killed or crashed); `prun batch --resume DIR` finishes it' },
     {
       code: '128+n',

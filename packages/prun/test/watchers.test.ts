@@ -45,7 +45,7 @@ describe('prun wait', () => {
     expect(again.exitCode).toBe(1);
   }, 90_000);
 
-  it('exits with 130 when the batch was interrupted, and 103 when its driver was killed before the end', async () => {
+  it('exits with 130 when the batch was interrupted, and 104 when its driver was killed before the end', async () => {
     box = sandbox();
     const b = box;
     const plan = writePlan(b.root, [unit('held', {}, '[[gate hold]]'), unit('after', { depends_on: ['held'] })]);
@@ -65,7 +65,7 @@ describe('prun wait', () => {
     resumed.kill('SIGKILL');
     await resumed;
     const abandoned = await waiting2;
-    expect(abandoned.exitCode).toBe(103);
+    expect(abandoned.exitCode).toBe(104);
     expect(String(abandoned.stderr)).toBe(`prun: ${dir} is not finished and no prun drives it (its driver was killed or crashed); prun batch --resume ${dir} finishes it`);
     openGate(b, 'hold');
     // The orphaned dispatcher publishes; a resume settles it, and wait then says 0.

@@ -11,7 +11,7 @@ _prun_report_state() {
     if [[ $w == -?* ]]; then
       [[ $w == *=* ]] && continue
       case "$p|$w" in
-        "|--root"|"|--sort"|"|--min-tail-bytes") expect="$w" ;;
+        "|--root"|"|--batch"|"|--sort"|"|--min-tail-bytes") expect="$w" ;;
       esac
       continue
     fi
@@ -26,6 +26,7 @@ _prun_report_state() {
   if [[ -n $expect ]]; then
     case "$p|$expect" in
       "|--root") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
+      "|--batch") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "|--sort") COMPREPLY+=($(compgen -W 'path tail-bytes-desc' -- "$cur")) ;;
     esac
     return 0
@@ -37,7 +38,7 @@ _prun_report_state() {
   fi
   if [[ $cur == -* ]]; then
     case "$p" in
-      "") COMPREPLY+=($(compgen -W '--root --json --summary --sort --min-tail-bytes --include-legacy-pid --help --version' -- "$cur")) ;;
+      "") COMPREPLY+=($(compgen -W '--root --batch --json --summary --sort --min-tail-bytes --include-legacy-pid --help --version' -- "$cur")) ;;
     esac
     return 0
   fi

@@ -23,7 +23,7 @@ function __prun_report_state_complete
         if string match -qr -- '^-.' "$w"
             string match -q -- '*=*' "$w"; and continue
             switch "$p|$w"
-                case '|--root' '|--sort' '|--min-tail-bytes'
+                case '|--root' '|--batch' '|--sort' '|--min-tail-bytes'
                     set expect "$w"
             end
             continue
@@ -44,6 +44,8 @@ function __prun_report_state_complete
         switch "$p|$expect"
             case '|--root'
                 for c in (__fish_complete_directories "$cur"); printf '%s%s\n' "$prefix" "$c"; end
+            case '|--batch'
+                for c in (__fish_complete_directories "$cur"); printf '%s%s\n' "$prefix" "$c"; end
             case '|--sort'
                 for c in (printf '%s\n' 'path' 'tail-bytes-desc'); printf '%s%s\n' "$prefix" "$c"; end
         end
@@ -57,7 +59,7 @@ function __prun_report_state_complete
     if string match -q -- '-*' "$cur"
         switch "$p"
             case ''
-                printf '%s\n' '--root	a directory holding prun-task-* units (repeatable; default: the system temporary directory, TMPDIR, TEMP, TMP, /tmp, ...)' '--json	one JSON document (schema_version 1) instead of the table' '--summary	add counts by result and by path state, and the two byte counters' '--sort	the order of the units' '--min-tail-bytes	list only units whose tail holds at least N bytes (display only: counts, summary and exit code still cover every unit)' '--include-legacy-pid	add the recorded dispatch-pid text (never verified)' '--help	show this help' '--version	print the version'
+                printf '%s\n' '--root	a directory holding prun-task-* units (repeatable; default: the system temporary directory, TMPDIR, TEMP, TMP, /tmp, ...)' '--batch	only the state directories this prun batch recorded in its ledger (default roots: the folders holding them; with --root, only those under the roots given)' '--json	one JSON document (schema_version 1) instead of the table' '--summary	add counts by result and by path state, and the two byte counters' '--sort	the order of the units' '--min-tail-bytes	list only units whose tail holds at least N bytes (display only: counts, summary and exit code still cover every unit)' '--include-legacy-pid	add the recorded dispatch-pid text (never verified)' '--help	show this help' '--version	print the version'
         end
         return 0
     end

@@ -10,7 +10,7 @@ _prun_report_state() {
     if [[ $w == -?* ]]; then
       [[ $w == *=* ]] && continue
       case "$p|$w" in
-        ("|--root"|"|--sort"|"|--min-tail-bytes") expect="$w" ;;
+        ("|--root"|"|--batch"|"|--sort"|"|--min-tail-bytes") expect="$w" ;;
       esac
       continue
     fi
@@ -24,6 +24,7 @@ _prun_report_state() {
   if [[ -n $expect ]]; then
     case "$p|$expect" in
       ("|--root") _files -/ ;;
+      ("|--batch") _files -/ ;;
       ("|--sort") compadd -- 'path' 'tail-bytes-desc' ;;
     esac
     return 0
@@ -35,7 +36,7 @@ _prun_report_state() {
   fi
   if [[ $cur == -* ]]; then
     case "$p" in
-      ("") compadd -- '--root' '--json' '--summary' '--sort' '--min-tail-bytes' '--include-legacy-pid' '--help' '--version' ;;
+      ("") compadd -- '--root' '--batch' '--json' '--summary' '--sort' '--min-tail-bytes' '--include-legacy-pid' '--help' '--version' ;;
     esac
     return 0
   fi

@@ -25,8 +25,13 @@ export const main = commandMain(BIN, async (argv: string[]): Promise<number | vo
   }
   if (parsed.kind === 'usage-error') throw new CliError(parsed.message, { exitCode: EXIT.usage });
   const { options } = parsed;
-  const rootArgs = options.roots.length > 0 ? options.roots : [systemTempDir(process.env, process.cwd())];
-  const observed = sweep(rootArgs, { includeLegacyPid: options.includeLegacyPid }, nodeObservationFs);
+  const cwd = process.cwd();
+  // --batch narrows the sweep to the state dirs its ledger recorded; their folders are the roots
+  // unless --root names others.
+  const scope = options.batch === null ? null : (await import('./batch.js')).batchScope(options.batch, cwd);
+  const defaultRoots = scope === null ? [systemTempDir(process.env, cwd)] : scope.roots;
+  const rootArgs = options.roots.length > 0 ? options.roots : defaultRoots;
+  const observed = sweep(rootArgs, { includeLegacyPid: options.includeLegacyPid, cwd, only: scope?.stateDirs ?? null }, nodeObservationFs);
   const report = buildReport({
     ...observed,
     display: { minTailBytes: options.minTailBytes, sort: options.sort },
@@ -36,6 +41,9 @@ export const main = commandMain(BIN, async (argv: string[]): Promise<number | vo
   if (options.json) {
     process.stdout.write(renderJson(report));
   } else {
+    if (scope !== null && scope.badLines.length > 0) {
+      process.stderr.write(`${BIN}: ledger lines ${scope.badLines.join(', ')} of ${scope.dir} are not valid entries; a state dir they name is not listed\n`);
+    }
     for (const chunk of renderText(report, BIN)) process[chunk.stream].write(chunk.text);
   }
   process.exitCode = isPartial(report) ? EXIT.partial : EXIT.ok;

@@ -95,9 +95,14 @@ export interface Discovery {
 /**
  * The unit directories under each root, roots in the given order, names sorted, each unit
  * once even when roots repeat. A root that cannot be listed, or a matching entry that cannot
- * be stated, is an error, never an empty result. Non-directories are skipped.
+ * be stated, is an error, never an empty result. Non-directories are skipped. With `only`
+ * (`--batch`), a unit whose path is not in it is passed over before it is stated.
  */
-export function discoverUnits(roots: readonly string[], fs: ObservationFs = nodeObservationFs): Discovery {
+export function discoverUnits(
+  roots: readonly string[],
+  fs: ObservationFs = nodeObservationFs,
+  only: ReadonlySet<string> | null = null,
+): Discovery {
   const units: ObservedPath[] = [];
   const errors: DiscoveryError[] = [];
   // Names in one listing are unique: only a root given twice can repeat a unit.
@@ -120,6 +125,7 @@ export function discoverUnits(roots: readonly string[], fs: ObservationFs = node
     candidates.sort((a, b) => (a.plain && b.plain ? (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : compareCodePoints(a.name, b.name)));
     for (const { raw, name } of candidates) {
       const unit = entryPath(rootPath, raw, name);
+      if (only !== null && !only.has(unit.display)) continue;
       if (seen !== null) {
         if (seen.has(unit.display)) continue;
         seen.add(unit.display);
@@ -181,15 +187,18 @@ export interface Sweep {
   records: UnitRecord[];
 }
 
-/** Discover and inspect every unit; roots are made absolute against `cwd` first. */
+/**
+ * Discover and inspect every unit; roots are made absolute against `cwd` first. `only` keeps
+ * just the units at those absolute paths (a batch's recorded state dirs).
+ */
 export function sweep(
   rootArgs: readonly string[],
-  options: { includeLegacyPid: boolean; cwd?: string },
+  options: { includeLegacyPid: boolean; cwd?: string; only?: ReadonlySet<string> | null },
   fs: ObservationFs = nodeObservationFs,
 ): Sweep {
   const cwd = options.cwd ?? process.cwd();
   const roots = rootArgs.map((root) => resolve(cwd, root));
-  const discovery = discoverUnits(roots, fs);
+  const discovery = discoverUnits(roots, fs, options.only ?? null);
   const records = discovery.units.map((unit) => inspectUnit(unit, options, fs));
   return { roots, discoveryErrors: discovery.errors, records };
 }

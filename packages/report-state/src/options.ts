@@ -5,6 +5,8 @@ import { SPEC } from './spec.js';
 export interface ReportOptions {
   /** As given; empty means the system temporary directory. */
   roots: string[];
+  /** `--batch DIR`: only the state dirs this batch recorded; null for every unit under the roots. */
+  batch: string | null;
   json: boolean;
   summary: boolean;
   sort: SortOrder;
@@ -38,6 +40,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     kind: 'run',
     options: {
       roots: (options['root'] as string[] | undefined) ?? [],
+      batch: (options['batch'] as string | undefined) ?? null,
       json: options['json'] === true,
       summary: options['summary'] === true,
       sort: (options['sort'] as SortOrder | undefined) ?? 'path',

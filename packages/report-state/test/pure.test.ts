@@ -314,15 +314,15 @@ describe('options', () => {
   it('parses every option, repeated roots in order, = forms, last value wins', () => {
     const parsed = parseArgs([
       '--root', 'a', '--root=b', '--json', '--summary', '--sort', 'path', '--sort=tail-bytes-desc',
-      '--min-tail-bytes', '10', '--include-legacy-pid', '--root', '',
+      '--min-tail-bytes', '10', '--include-legacy-pid', '--root', '', '--batch', 'fan',
     ]);
     expect(parsed).toEqual({
       kind: 'run',
-      options: { roots: ['a', 'b', ''], json: true, summary: true, sort: 'tail-bytes-desc', minTailBytes: 10, includeLegacyPid: true },
+      options: { roots: ['a', 'b', ''], batch: 'fan', json: true, summary: true, sort: 'tail-bytes-desc', minTailBytes: 10, includeLegacyPid: true },
     });
     expect(parseArgs([])).toEqual({
       kind: 'run',
-      options: { roots: [], json: false, summary: false, sort: 'path', minTailBytes: 0, includeLegacyPid: false },
+      options: { roots: [], batch: null, json: false, summary: false, sort: 'path', minTailBytes: 0, includeLegacyPid: false },
     });
     // As argparse's int: a sign is accepted, and a negative minimum hides nothing.
     expect(parseArgs(['--min-tail-bytes', '-5'])).toMatchObject({ kind: 'run', options: { minTailBytes: -5 } });

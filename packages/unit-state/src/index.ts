@@ -9,6 +9,7 @@ export {
   newNonce,
   stateDirName,
   isStateDirName,
+  isStateDirNameOf,
   formatStateDirLine,
   parseOperandLine,
   systemTempDir,

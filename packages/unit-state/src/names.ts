@@ -85,6 +85,21 @@ export function isStateDirName(name: string): boolean {
   return name.startsWith(STATE_DIR_PREFIX);
 }
 
+/**
+ * Whether a name is the state directory of this very unit, by the whole naming rule
+ * (`prun-task-<sha8 or nohash>-<unit-id>-<pid>-<16 hex>`), not just its prefix: what a tool
+ * about to delete a recorded state dir checks first.
+ */
+export function isStateDirNameOf(name: string, unitId: string): boolean {
+  if (!isValidUnitId(unitId) || !name.startsWith(STATE_DIR_PREFIX)) return false;
+  const rest = name.slice(STATE_DIR_PREFIX.length);
+  const hash = /^(?:[0-9a-f]{8}|nohash)-/.exec(rest);
+  if (hash === null) return false;
+  const afterHash = rest.slice(hash[0].length);
+  if (!afterHash.startsWith(`${unitId}-`)) return false;
+  return /^[0-9]+-[0-9a-f]{16}$/.test(afterHash.slice(unitId.length + 1));
+}
+
 export function formatStateDirLine(path: string): string {
   return `${STATE_DIR_LINE_PREFIX}${path}\n`;
 }

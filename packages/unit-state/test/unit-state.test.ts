@@ -11,6 +11,7 @@ import {
   fallbackHeader,
   isFallbackFirstLine,
   isProcessAlive,
+  isStateDirNameOf,
   isValidUnitId,
   newNonce,
   parseOperandLine,
@@ -239,5 +240,19 @@ describe('reading entries', () => {
     const check = `const m = await import(${moduleUrl}); ${drop} process.stdout.write(String(m.isProcessAlive(1)));`;
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', check], { cwd: '/' }).toString();
     expect(out).toBe('true');
+  });
+});
+
+describe('a state dir of one unit', () => {
+  it('matches the whole naming rule for that unit id, not just the prefix', () => {
+    const name = stateDirName({ cwd: '/w', unitId: 'a-b', pid: 42, nonce: '0123456789abcdef' });
+    expect(isStateDirNameOf(name, 'a-b')).toBe(true);
+    expect(isStateDirNameOf('prun-task-nohash-a-b-42-0123456789abcdef', 'a-b')).toBe(true);
+    expect(isStateDirNameOf(name, 'a')).toBe(false);
+    expect(isStateDirNameOf(name, 'b')).toBe(false);
+    for (const bad of ['prun-task-x', 'prun-task-0123abcd-a-b-42-0123', 'prun-task-0123abcd-a-b-x-0123456789abcdef', `${name}/..`, `x${name}`]) {
+      expect(isStateDirNameOf(bad, 'a-b'), bad).toBe(false);
+    }
+    expect(isStateDirNameOf(name, '../a-b')).toBe(false);
   });
 });

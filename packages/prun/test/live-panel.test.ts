@@ -47,7 +47,7 @@ describe('panel lines', () => {
     expect(quiet).not.toContain('STALLED');
     expect(quiet).toContain('no tail');
     const deferred = unitLine(unit('q', { status: 'deferred', retryAtMs: NOW + 30_000, attempt: 2 }), NOW, 4);
-    expect(deferred).toBe('  q     deferred  retry in 30s  no tail                   attempt 2');
+    expect(deferred).toBe('  q     deferred       -  no tail                   retry in 30s  attempt 2');
   });
 
   it('fits a 200-unit batch on a 24-row screen: running units first, finished ones collapse', () => {

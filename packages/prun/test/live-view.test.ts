@@ -77,7 +77,7 @@ describe('prun batch on a terminal', () => {
     terminal.start([process.execPath, prunBin, 'batch', plan, '--dir', 'fanout', '--quota-wait', '40'], { env, cwd: box.root });
     const countdown = /^quota: Gemini 0% left {2}1 deferred, next try in (\d+)s$/m;
     const first = await terminal.waitForScreen((screen) => countdown.test(screen), 'the deferral countdown');
-    expect(first).toMatch(/^ {2}q1 +deferred +retry in \d+s/m);
+    expect(first).toMatch(/^ {2}q1 +deferred +- +no tail +retry in \d+s$/m);
     const from = Number(countdown.exec(first)![1]);
     expect(from).toBeGreaterThan(20);
     expect(from).toBeLessThanOrEqual(40);

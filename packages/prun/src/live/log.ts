@@ -1,9 +1,10 @@
 // A unit's worker output for a person: the stream-json events of its `tail` as lines of text.
-// The events are read the way the dispatcher reads them (its lenient JSON and its fold of `init`
-// and `result` events, @prun/dispatcher-agy's readEventStream); the other kinds are drawn here.
+// The events are read the way the dispatcher reads them (Python's json.loads, kit's pyJsonLoads,
+// and for `init` and `result` events the dispatcher's own fold, @prun/dispatcher-agy's
+// readEventStream); the other kinds are drawn here.
 import { readEventStream } from '@prun/dispatcher-agy';
 import { printable } from '@prun/kit/cli';
-import { parseJsonLenient } from '@prun/quota';
+import { pyJsonLoads } from '@prun/kit/py';
 
 /** How much of a tool call's arguments or a tool's output one line shows. */
 export const DETAIL_CHARS = 160;
@@ -57,7 +58,7 @@ export function renderEventLine(line: string): string[] {
   if (line.trim() === '') return [];
   let event: unknown;
   try {
-    event = parseJsonLenient(line);
+    event = pyJsonLoads(line);
   } catch {
     return [printable(line)];
   }

@@ -61,15 +61,26 @@ export const NO_PAINT: Paint = { green: same, red: same, yellow: same, cyan: sam
 /** How long a finished unit keeps its own line before it collapses into the counts. */
 export const RECENT_MS = 15_000;
 
-const FINISHED = new Set<PanelUnit['status']>(['done', 'failed', 'invalid']);
-const COUNTED = ['done', 'failed', 'invalid', 'running', 'queued', 'deferred'] as const;
+/** Statuses of a unit that has not settled: it runs, waits for its turn, or will run again. */
+const UNSETTLED = new Set<string>(['running', 'queued', 'deferred', 'interrupted', 'unknown']);
+/** A settled unit: done, failed, invalid, or any end status a newer ledger adds (such as cancelled). */
+const isFinished = (status: string): boolean => !UNSETTLED.has(status);
+/** Settled statuses that are no success. */
+const isBad = (status: string): boolean => isFinished(status) && status !== 'done';
 
-export type PanelCounts = Record<(typeof COUNTED)[number] | 'interrupted' | 'unknown', number>;
+/** The header always names these, zero or not, in this order; any other status present follows. */
+const ALWAYS = ['done', 'failed', 'invalid', 'running', 'queued', 'deferred'] as const;
+
+export type PanelCounts = Record<(typeof ALWAYS)[number], number> & Record<string, number>;
 
 export function countUnits(units: readonly PanelUnit[]): PanelCounts {
-  const counts: PanelCounts = { done: 0, failed: 0, invalid: 0, running: 0, queued: 0, deferred: 0, interrupted: 0, unknown: 0 };
-  for (const unit of units) counts[unit.status] += 1;
-  return counts;
+  const counts: Record<string, number> = Object.fromEntries(ALWAYS.map((status) => [status, 0]));
+  // A unit the ledger has not named yet waits like a queued one.
+  for (const unit of units) {
+    const status = unit.status === 'unknown' ? 'queued' : unit.status;
+    counts[status] = (counts[status] ?? 0) + 1;
+  }
+  return counts as PanelCounts;
 }
 
 /**
@@ -79,7 +90,7 @@ export function countUnits(units: readonly PanelUnit[]): PanelCounts {
  */
 export function etaMs(state: PanelState): number | null {
   const durations = state.units
-    .filter((unit) => FINISHED.has(unit.status) && unit.startedAtMs !== null && unit.endedAtMs !== null)
+    .filter((unit) => isFinished(unit.status) && unit.startedAtMs !== null && unit.endedAtMs !== null)
     .map((unit) => Math.max(0, unit.endedAtMs! - unit.startedAtMs!));
   if (durations.length === 0) return null;
   const mean = durations.reduce((a, b) => a + b, 0) / durations.length;
@@ -89,7 +100,7 @@ export function etaMs(state: PanelState): number | null {
     if (unit.status === 'running') {
       work += Math.max(0, mean - (unit.startedAtMs === null ? 0 : state.nowMs - unit.startedAtMs));
       open += 1;
-    } else if (!FINISHED.has(unit.status)) {
+    } else if (!isFinished(unit.status)) {
       work += mean;
       open += 1;
     }
@@ -113,10 +124,12 @@ export function headerLines(state: PanelState, paint: Paint = NO_PAINT): string[
     counts.failed > 0 ? paint.red(`${counts.failed} failed`) : `${counts.failed} failed`,
     counts.invalid > 0 ? paint.red(`${counts.invalid} invalid`) : `${counts.invalid} invalid`,
     `${counts.running} running`,
-    `${counts.queued + counts.unknown} queued`,
+    `${counts.queued} queued`,
     counts.deferred > 0 ? paint.yellow(`${counts.deferred} deferred`) : `${counts.deferred} deferred`,
   ];
-  if (counts.interrupted > 0) parts.push(paint.yellow(`${counts.interrupted} interrupted`));
+  for (const [status, n] of Object.entries(counts)) {
+    if (!(ALWAYS as readonly string[]).includes(status) && n > 0) parts.push(paint.yellow(`${n} ${status}`));
+  }
   const eta = etaMs(state);
   const time = `elapsed ${formatElapsed(state.nowMs - state.startedAtMs)}${eta === null ? '' : `  ETA ${formatElapsed(eta)}`}`;
   const lines = [`${paint.cyan('prun batch')} ${state.dir}  ${parts.join('  ')}  ${paint.dim(time)}`];
@@ -137,18 +150,19 @@ export function unitLine(unit: PanelUnit, nowMs: number, idWidth: number, paint:
   const status =
     unit.status === 'done'
       ? paint.green(statusText)
-      : FINISHED.has(unit.status)
+      : isBad(unit.status)
         ? paint.red(statusText)
         : unit.status === 'deferred'
           ? paint.yellow(statusText)
           : statusText;
   const end = unit.endedAtMs ?? nowMs;
-  const elapsed = unit.startedAtMs === null ? '-' : formatElapsed(end - unit.startedAtMs);
-  const retry = unit.status === 'deferred' && unit.retryAtMs !== null ? `retry in ${formatElapsed(Math.max(0, unit.retryAtMs - nowMs))}` : null;
+  const deferred = unit.status === 'deferred';
+  const elapsed = unit.startedAtMs === null || deferred ? '-' : formatElapsed(end - unit.startedAtMs);
   const tail = unit.tailBytes === null ? 'no tail' : `tail ${formatBytes(unit.tailBytes)}`;
   const growth = unit.status === 'running' && unit.growthPerS !== null ? ` +${formatBytes(unit.growthPerS)}/s` : '';
-  const fields = [`${unit.id.padEnd(idWidth)}`, status, (retry ?? elapsed).padStart(6), `${tail}${growth}`.padEnd(24)];
-  if (unit.model !== null) fields.push(paint.dim(unit.model));
+  const fields = [`${unit.id.padEnd(idWidth)}`, status, elapsed.padStart(6), `${tail}${growth}`.padEnd(24)];
+  if (deferred && unit.retryAtMs !== null) fields.push(paint.yellow(`retry in ${formatElapsed(Math.max(0, unit.retryAtMs - nowMs))}`));
+  else if (unit.model !== null) fields.push(paint.dim(unit.model));
   if (unit.attempt > 1) fields.push(paint.dim(`attempt ${unit.attempt}`));
   if (unit.stalled && unit.status === 'running') fields.push(paint.yellow('STALLED'));
   return `  ${fields.join('  ')}`.trimEnd();
@@ -162,9 +176,14 @@ export function unitLine(unit: PanelUnit, nowMs: number, idWidth: number, paint:
 export function visibleUnits(state: PanelState, room: number): { shown: PanelUnit[]; hidden: PanelUnit[] } {
   const active = state.units
     .filter((unit) => unit.status === 'running' || unit.status === 'deferred')
-    .sort((a, b) => Number(b.stalled) - Number(a.stalled) || (a.startedAtMs ?? 0) - (b.startedAtMs ?? 0));
+    .sort(
+      (a, b) =>
+        Number(b.stalled) - Number(a.stalled) ||
+        Number(b.status === 'running') - Number(a.status === 'running') ||
+        (a.startedAtMs ?? 0) - (b.startedAtMs ?? 0),
+    );
   const recent = state.units
-    .filter((unit) => FINISHED.has(unit.status) && unit.endedAtMs !== null && state.nowMs - unit.endedAtMs <= RECENT_MS)
+    .filter((unit) => isFinished(unit.status) && unit.endedAtMs !== null && state.nowMs - unit.endedAtMs <= RECENT_MS)
     .sort((a, b) => Number(b.status !== 'done') - Number(a.status !== 'done') || b.endedAtMs! - a.endedAtMs!);
   const candidates = [...active, ...recent];
   const fits = candidates.length <= room ? candidates.length : Math.max(0, room - 1);

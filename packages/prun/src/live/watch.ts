@@ -60,7 +60,8 @@ export type BatchEnd =
   /** Nobody drives it and it is not finished: its driver was killed (or an old prun left no summary). */
   | { kind: 'abandoned' };
 
-const SETTLED = new Set<UnitStatus | 'unknown'>(['done', 'failed', 'invalid']);
+/** A unit in one of these has not settled (any other status, a newer one such as cancelled too, has). */
+const UNSETTLED = new Set<string>(['queued', 'running', 'deferred', 'interrupted', 'unknown']);
 
 /**
  * Whether a batch has ended, from who holds its lock, the summary its driver wrote and its
@@ -71,7 +72,7 @@ export function batchEnd(input: { driverPid: number | null; summary: Summary | n
   const { driverPid, summary, statuses } = input;
   if (summary !== null && (driverPid === null || driverPid === summary.driver_pid)) return { kind: 'finished', exitCode: summary.exit_code, summary };
   if (driverPid !== null) return { kind: 'running' };
-  if (statuses.every((status) => SETTLED.has(status))) {
+  if (statuses.every((status) => !UNSETTLED.has(status))) {
     return { kind: 'finished', exitCode: batchExitCode(statuses.filter((status) => status !== 'unknown' && isFailedStatus(status)).length), summary: null };
   }
   return { kind: 'abandoned' };

@@ -159,7 +159,8 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   });
   run.reconcile(args.retryFailed !== undefined);
   // An earlier run's summary is not this run's: `prun wait` must not take it for this run's end.
-  removeSummary(paths);
+  const stale = removeSummary(paths);
+  if (stale !== null) process.stderr.write(`${NAME}: ${stale}\n`);
   if (panelWanted(env)) {
     const { LivePanel } = await import('./live/live-panel.js');
     const ids = opened.units.map((unit) => unit.id);
@@ -178,7 +179,8 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
     panel?.close();
     panel = null;
     const summary = { dir: outcome.dir, exit_code: outcome.exitCode, stopped_by: outcome.stoppedBy, counts: countStatuses(outcome), units: outcome.units };
-    writeSummary(paths, summary);
+    const unwritten = writeSummary(paths, summary);
+    if (unwritten !== null) process.stderr.write(`${NAME}: ${unwritten}\n`);
     if (args.json) {
       process.stdout.write(`${JSON.stringify(summary)}\n`);
     } else {

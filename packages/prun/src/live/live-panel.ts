@@ -7,8 +7,11 @@ import { NO_PAINT, panelLines, type PanelState } from './panel.js';
 import { PanelSampler, type SamplerOptions } from './sample.js';
 import { openTerminal, type PanelTerminal } from './terminal.js';
 
-/** How often the panel is drawn again (elapsed times and countdowns move on their own). */
-export const REDRAW_MS = 500;
+/**
+ * How often the panel is drawn again: elapsed times and countdowns move in whole seconds, and
+ * each frame costs CPU the batch could use (the panel's budget is 1% of a batch's).
+ */
+export const REDRAW_MS = 1000;
 
 /**
  * The panel is for a person at a terminal: stderr is a TTY, `TERM` is not `dumb`, `NO_COLOR` is
@@ -27,6 +30,7 @@ export interface PanelFeed {
 
 export class LivePanel {
   private timer: NodeJS.Timeout | null = null;
+  private lastFrame = '';
   private readonly onResize = (): void => this.draw();
 
   private constructor(
@@ -54,12 +58,19 @@ export class LivePanel {
   draw(): void {
     const state = this.state();
     const size = this.terminal.size();
-    this.terminal.draw(panelLines(state, size, this.terminal.paint), panelLines(state, size, NO_PAINT));
+    const plain = panelLines(state, size, NO_PAINT);
+    // Nothing a person would see changed: no repaint, no write.
+    const key = `${size.columns}x${size.rows}\n${plain.join('\n')}`;
+    if (key === this.lastFrame) return;
+    this.lastFrame = key;
+    this.terminal.draw(panelLines(state, size, this.terminal.paint), plain);
   }
 
   /** A message (a stall, a failure) above the panel, then the panel again below it. */
   message(line: string): void {
     this.terminal.note(line);
+    // The note erased the panel: draw it again whatever the last frame was.
+    this.lastFrame = '';
     this.draw();
   }
 

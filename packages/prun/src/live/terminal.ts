@@ -71,7 +71,9 @@ export async function openTerminal(stream: NodeJS.WriteStream): Promise<PanelTer
       const width = size().columns;
       const lines = painted.map((line, i) => {
         const text = plain[i] ?? line;
-        return stringWidth(text) >= width ? cut(text, width) : line;
+        // Printable ASCII takes one column a character: no need to ask string-width.
+        const columns = /^[\x20-\x7e]*$/.test(text) ? text.length : stringWidth(text);
+        return columns >= width ? cut(text, width) : line;
       });
       update(lines.join('\n'));
     },

@@ -43,14 +43,27 @@ export function readSummary(paths: BatchPaths): Summary | null {
   }
 }
 
-/** Written by the driver as its last act, so `prun wait` learns its exit code. */
-export function writeSummary(paths: BatchPaths, document: Record<string, unknown>): void {
-  writeFileAtomic(summaryPath(paths), `${JSON.stringify({ ...document, driver_pid: process.pid })}\n`, { tag: 'prun' });
+/**
+ * Written by the driver as its last act, so `prun wait` learns its exit code. A failure to write
+ * it must not turn a finished batch into an error: it is returned as a message instead.
+ */
+export function writeSummary(paths: BatchPaths, document: Record<string, unknown>): string | null {
+  try {
+    writeFileAtomic(summaryPath(paths), `${JSON.stringify({ ...document, driver_pid: process.pid })}\n`, { tag: 'prun' });
+    return null;
+  } catch (error) {
+    return `could not write ${summaryPath(paths)} (prun wait reads the batch's end from it): ${(error as NodeJS.ErrnoException).code ?? String(error)}`;
+  }
 }
 
 /** Removed by a driver as it starts: an earlier run's word is not this run's. */
-export function removeSummary(paths: BatchPaths): void {
-  rmSync(summaryPath(paths), { force: true });
+export function removeSummary(paths: BatchPaths): string | null {
+  try {
+    rmSync(summaryPath(paths), { force: true });
+    return null;
+  } catch (error) {
+    return `could not remove an earlier run's ${summaryPath(paths)}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`;
+  }
 }
 
 export type BatchEnd =

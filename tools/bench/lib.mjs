@@ -153,3 +153,12 @@ export function makeContext(title) {
     },
   };
 }
+
+/**
+ * The folder holding the original tools to compare against (multi_agent.py, the seed skill's
+ * scripts), outside this repository: PRUN_BENCH_ORIGINALS, or PRUN_ORIGINALS as the tests read
+ * it. Null when neither is set; workloads then compare against the recorded floor only.
+ */
+export function originalsDir() {
+  return process.env.PRUN_BENCH_ORIGINALS || process.env.PRUN_ORIGINALS || null;
+}

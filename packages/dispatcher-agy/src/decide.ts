@@ -2,9 +2,8 @@
  * The dispatcher's pure decisions: the relay prompt, the worker argv, reading the event stream,
  * and what to publish once the worker is gone. No I/O here; run.ts does that.
  */
-import { parseJsonLenient } from '@prun/quota';
 import { EXIT_TEMPFAIL } from '@prun/kit/cli';
-import { PY_WHITESPACE_RUN, pyStrip, splitLines as pySplitlinesKit, splitUniversalLines } from '@prun/kit/py';
+import { PY_WHITESPACE_RUN, pyJsonLoads, pyRstrip, pyStrip, splitLines as pySplitlinesKit, splitUniversalLines } from '@prun/kit/py';
 import { resultShapeLines } from '@prun/unit-state';
 import { z } from 'zod';
 import type { Mode } from './args.js';
@@ -41,11 +40,6 @@ export function buildRelayPrompt(unitId: string, prompt: string): string {
     '--- END UNIT REQUEST ---',
     '',
   ].join('\n');
-}
-
-/** Python's `str.rstrip()`: a leading NUL (never whitespace) shields the left end. */
-function pyRstrip(text: string): string {
-  return pyStrip(`\0${text}`).slice(1);
 }
 
 /**
@@ -116,8 +110,8 @@ export function readEventStream(text: string): StreamReading {
   for (const line of splitUniversalLines(text)) {
     let event: unknown;
     try {
-      // Python's json.loads takes NaN and ±Infinity; read as null, they change no field here.
-      event = parseJsonLenient(line);
+      // Python's json.loads (kit's): NaN and ±Infinity are read; no field below takes a number.
+      event = pyJsonLoads(line);
     } catch {
       continue;
     }

@@ -24,6 +24,7 @@ export {
 export { parsePythonInt, parsePositiveSeconds, parseNonNegativeSeconds } from './pyparse.js';
 export {
   DEFAULT_TIMEOUT_SECONDS,
+  TIMEOUT_SETTING,
   DEFAULT_EFFORT,
   DEFAULT_KILL_GRACE_SECONDS,
   DEFAULT_SIGNAL_GRACE_SECONDS,

@@ -14,6 +14,8 @@ import type { IsolationSetting } from './isolation.js';
 import { parseNonNegativeSeconds, parsePositiveSeconds } from './pyparse.js';
 
 export const DEFAULT_TIMEOUT_SECONDS = 2700;
+/** The worker's deadline setting (agy's `--print-timeout`; the dispatcher's own deadline adds the kill grace). */
+export const TIMEOUT_SETTING = 'ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS';
 export const DEFAULT_EFFORT = 'high';
 /** prun's own deadline: the worker gets this much past its `--print-timeout`. */
 export const DEFAULT_KILL_GRACE_SECONDS = 60;
@@ -94,8 +96,8 @@ export function parseLaunchSettings(env: NodeJS.ProcessEnv, defaultModel: string
   const namedModel = pyStrip(env.ANTIGRAVITY_DISPATCH_MODEL ?? '');
   const effort = pyStrip(env.ANTIGRAVITY_DISPATCH_EFFORT ?? DEFAULT_EFFORT);
   if (model === '' || effort === '') throw new UsageError('model and effort overrides must be non-empty');
-  const timeoutSeconds = parsePositiveSeconds(env.ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS ?? String(DEFAULT_TIMEOUT_SECONDS));
-  if (timeoutSeconds === null) throw new UsageError('ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS must be a positive integer');
+  const timeoutSeconds = parsePositiveSeconds(env[TIMEOUT_SETTING] ?? String(DEFAULT_TIMEOUT_SECONDS));
+  if (timeoutSeconds === null) throw new UsageError(`${TIMEOUT_SETTING} must be a positive integer`);
   const sandbox = parseSandbox(env.PRUN_AGY_SANDBOX);
   const killGraceSeconds = graceSetting(env, 'PRUN_AGY_KILL_GRACE_SECONDS', DEFAULT_KILL_GRACE_SECONDS);
   const signalGraceSeconds = graceSetting(env, 'PRUN_AGY_SIGNAL_GRACE_SECONDS', DEFAULT_SIGNAL_GRACE_SECONDS);

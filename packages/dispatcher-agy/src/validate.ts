@@ -1,5 +1,5 @@
-import { existsSync, lstatSync, readlinkSync, statSync } from 'node:fs';
-import { readHead } from '@prun/kit/fs';
+import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+import { isDirectory, readHead } from '@prun/kit/fs';
 import { isAbsolute, join } from 'node:path';
 import { pyStrip } from '@prun/kit/py';
 import { isValidUnitId } from '@prun/unit-state';
@@ -171,13 +171,7 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
   for (const raw of args.addDirs) {
     if (pyStrip(raw) === '') throw new UsageError('--add-dir requires a non-empty directory path');
     const dir = resolveNonStrict(joinOntoCwd(cwd, raw));
-    let isDir = false;
-    try {
-      isDir = statSync(dir).isDirectory();
-    } catch {
-      isDir = false;
-    }
-    if (!isDir) throw new UsageError(`--add-dir path is not an existing directory: ${dir}`);
+    if (!isDirectory(dir)) throw new UsageError(`--add-dir path is not an existing directory: ${dir}`);
     addDirs.push(dir);
   }
 
@@ -229,14 +223,6 @@ export function validate(args: ParsedArgs, deps: ValidateDeps): DispatchConfig {
 
 /** What the original's "not an existing regular file" covered (a failing stat, or not a file). */
 const NOT_FOUND_PROBLEMS: ReadonlySet<string> = new Set(['absent', 'NotARegularFile', 'ENOTDIR', 'ELOOP', 'ENAMETOOLONG']);
-
-function isDirectory(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
-}
 
 function existsOrIsLink(path: string): boolean {
   return existsSync(path);

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { CliError, EXIT_INTERNAL, STOP_SIGNALS, commandMain, packageVersion, signalExitCode } from '@prun/kit/cli';
+import { EXIT_INTERNAL, STOP_SIGNALS, commandMain, signalExitCode } from '@prun/kit/cli';
 import { z } from 'zod';
-import { ArgvError, parseArgv, renderHelp } from '@prun/kit/spec';
+import { ArgvError, answerHelpOrVersion, parseArgv, usageMistake } from '@prun/kit/spec';
 import { KEEP_ENV_VAR, parseKeepList, scrubEnv } from './index.js';
 import { SPEC } from './spec.js';
 
@@ -24,10 +24,8 @@ function parseArgs(argv: readonly string[]): Parsed {
   } catch (error) {
     // An ArgvError is already a usage CliError; only a bare word before `--`, most likely the
     // command, gets a message that says how to pass it.
-    if (!(error instanceof ArgvError)) throw error;
-    const stray = /^unexpected argument '(.*)'$/.exec(error.message);
-    if (stray === null) throw error;
-    throw new CliError(`unexpected argument '${stray[1]}': put -- before the command`, { exitCode: error.exitCode });
+    if (!(error instanceof ArgvError) || error.kind !== 'unexpected-argument') throw error;
+    throw usageMistake(SPEC, `unexpected argument '${error.word}': put -- before the command`);
   }
   if (parsed.kind !== 'run') return parsed;
   const { options, rest } = parsed;
@@ -75,19 +73,15 @@ function runCommand(command: readonly string[], env: Record<string, string>): Pr
 
 export const main = commandMain(BIN, async (argv: string[]): Promise<number | void> => {
   const parsed = parseArgs(argv);
-  if (parsed.kind === 'help') {
-    process.stdout.write(renderHelp(SPEC));
-    return;
-  }
-  if (parsed.kind === 'version') {
-    process.stdout.write(packageVersion(new URL('../package.json', import.meta.url)) + '\n');
+  if (parsed.kind !== 'run') {
+    answerHelpOrVersion(SPEC, parsed, new URL('../package.json', import.meta.url));
     return;
   }
   const { options } = parsed;
-  if (options.json && !options.list) throw new CliError('--json only applies to --list');
-  if (options.list && options.command !== null) throw new CliError('--list takes no command');
-  if (!options.list && options.command === null) throw new CliError('missing -- COMMAND (see --help)');
-  if (options.command !== null && options.command.length === 0) throw new CliError('missing command after --');
+  if (options.json && !options.list) throw usageMistake(SPEC, '--json only applies to --list');
+  if (options.list && options.command !== null) throw usageMistake(SPEC, '--list takes no command');
+  if (!options.list && options.command === null) throw usageMistake(SPEC, 'missing -- COMMAND');
+  if (options.command !== null && options.command.length === 0) throw usageMistake(SPEC, 'missing command after --');
 
   const keepEnv = z.string().optional().parse(process.env[KEEP_ENV_VAR]);
   const keep = [...parseKeepList(keepEnv), ...options.keep.flatMap((value) => parseKeepList(value))];

@@ -1,67 +1,64 @@
-// Argument parsing as in the original: `--opt value`, `--opt=value`, flags and positionals.
+// Argument parsing as in the original (`--opt value`, `--opt=value`, flags, positionals, its
+// messages), by kit's one parser reading prun-job's declaration in multi_agent.py's dialect.
 import { readFileSync } from 'node:fs';
-import { commandAt } from '@prun/kit/spec';
+import { ArgvError, parseArgv, type BinSpec, type CommandSpec } from '@prun/kit/spec';
 import { usageError } from './errors.js';
 import { SPEC } from './spec.js';
 import { BACKGROUND_TIMEOUT_S, parseFloatStrict } from './timing.js';
 
 export interface ParsedArgs {
+  /** Keyed by the option's long spelling (`--name`, `-n`); values as typed. */
   values: Map<string, string>;
+  /** Flags given, by long spelling (`--follow` for `-f` too); `help` for -h/--help. */
   flags: Set<string>;
   positional: string[];
 }
 
 /**
- * The options `command` accepts, as its declaration (spec.ts) lists them: those that take a
- * value, and flags (long and short spellings each).
- */
-export function declaredOptions(command: string): { withValue: string[]; flags: string[] } {
-  const options = commandAt(SPEC, [command])?.options ?? [];
-  const spellings = (taking: boolean) =>
-    options.filter((option) => (option.value !== undefined) === taking).flatMap((option) => [option.long, ...(option.short ? [option.short] : [])]);
-  return { withValue: spellings(true), flags: spellings(false) };
-}
-
-/**
- * Parses a command's argv as the original does (`--opt value`, `--opt=value`, flags, `--`, its
- * messages), accepting exactly the options the command's declaration lists.
+ * Parses a command's argv as the original does, accepting exactly the options the command's
+ * declaration (spec.ts) lists; counting positionals and reading values is the command's.
  */
 export function parseArgs(argv: readonly string[], command: string): ParsedArgs;
-/** The same with explicit option lists (the unit tests' form). */
+/** The same with explicit option lists (the unit tests' form): each spelling is its own option. */
 export function parseArgs(argv: readonly string[], withValue: readonly string[], flags: readonly string[]): ParsedArgs;
 export function parseArgs(argv: readonly string[], commandOrValued: string | readonly string[], flagList: readonly string[] = []): ParsedArgs {
-  const { withValue, flags } = typeof commandOrValued === 'string' ? declaredOptions(commandOrValued) : { withValue: commandOrValued, flags: flagList };
-  const parsed: ParsedArgs = { values: new Map(), flags: new Set(), positional: [] };
-  let onlyPositional = false;
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i] as string;
-    if (onlyPositional || arg === '-' || !arg.startsWith('-')) {
-      parsed.positional.push(arg);
-    } else if (arg === '--') {
-      onlyPositional = true;
-    } else if (arg === '-h' || arg === '--help') {
-      parsed.flags.add('help');
-    } else {
-      const eq = arg.indexOf('=');
-      const name = eq < 0 ? arg : arg.slice(0, eq);
-      if (withValue.includes(name)) {
-        let value: string;
-        if (eq < 0) {
-          if (i + 1 >= argv.length) throw usageError(`${name} needs a value`);
-          i += 1;
-          value = argv[i] as string;
-        } else {
-          value = arg.slice(eq + 1);
-        }
-        parsed.values.set(name, value);
-      } else if (flags.includes(name) && eq < 0) {
-        parsed.flags.add(name);
-      } else {
-        throw usageError(`unknown option: ${arg}`);
-      }
-    }
+  const spec: BinSpec =
+    typeof commandOrValued === 'string'
+      ? SPEC
+      : {
+          ...SPEC,
+          commands: [
+            {
+              name: 'command',
+              summary: '',
+              options: [
+                ...commandOrValued.map((long) => ({ long, value: { name: 'X', kind: 'string' as const }, help: '' })),
+                ...flagList.map((long) => ({ long, help: '' })),
+              ],
+            },
+          ],
+        };
+  const name = typeof commandOrValued === 'string' ? commandOrValued : 'command';
+  let parsed;
+  try {
+    parsed = parseArgv(spec, [name, ...argv]);
+  } catch (error) {
+    // The original's one error type (`.code` 64), with kit's wording of the original's message.
+    throw error instanceof ArgvError ? usageError(error.message) : error;
   }
-  return parsed;
+  const result: ParsedArgs = { values: new Map(), flags: new Set(), positional: [] };
+  if (parsed.kind !== 'run') {
+    result.flags.add('help');
+    return result;
+  }
+  for (const option of (parsed.command as CommandSpec).options ?? []) {
+    const value = parsed.options[option.long.replace(/^-+/, '')];
+    if (value === undefined) continue;
+    if (option.value) result.values.set(option.long, value as string);
+    else result.flags.add(option.long);
+  }
+  result.positional = parsed.positionals;
+  return result;
 }
 
 /**

@@ -82,7 +82,6 @@ async function dispatch(argv: string[]): Promise<number> {
     return EXIT_OK;
   }
   const timings = timingsFromEnv(process.env);
-  if (command === '__runner') return (await import('./runner-main.js')).runnerMain(rest, process.env);
   const load = COMMANDS[command];
   if (!load) {
     note(`unknown command: ${command} (try --help)`);

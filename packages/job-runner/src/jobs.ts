@@ -1,6 +1,7 @@
 // Finding jobs: names, lookup across projects, the depth limit, and the job listing as data.
 import { randomBytes } from 'node:crypto';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
+import { isDirectory } from '@prun/kit/fs';
 import { basename, join } from 'node:path';
 import { NAME_RE } from './args.js';
 import { CommandError, usageError } from './errors.js';
@@ -28,13 +29,8 @@ export function defaultName(profileName: string, hex: string = randomBytes(2).to
   return `${base}-${hex}`;
 }
 
-export function isDir(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
-}
+/** Python's os.path.isdir (kit's). */
+export const isDir = isDirectory;
 
 /** Look a job up in the current project, then in all projects. */
 export function findJob(name: string, env: NodeJS.ProcessEnv): string {

@@ -5,21 +5,20 @@
 import { closeSync, constants, fstatSync, openSync, statSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { basename } from 'node:path';
+import { FlockUnavailableError, tryFlock, type FlockAttempt } from '@prun/kit/fs';
 import { CommandError } from './errors.js';
 import { jobFile, stateDirOf } from './paths.js';
 
-export type LockAttempt = 'acquired' | 'busy' | 'unsupported';
+export type LockAttempt = FlockAttempt;
 
+/** One flock(2) attempt through the kit's helper; a missing util-linux is the user's one line. */
 export function flockFd(fd: number, mode: 'exclusive' | 'shared'): LockAttempt {
-  const result = spawnSync('flock', [mode === 'exclusive' ? '-xn' : '-sn', '3'], {
-    stdio: ['ignore', 'ignore', 'ignore', fd],
-  });
-  if (result.error) {
-    throw new CommandError(`cannot run util-linux flock (${result.error.message}); install util-linux`);
+  try {
+    return tryFlock(fd, mode);
+  } catch (error) {
+    if (error instanceof FlockUnavailableError) throw new CommandError(error.message);
+    throw error;
   }
-  if (result.status === 0) return 'acquired';
-  if (result.status === 1) return 'busy';
-  return 'unsupported';
 }
 
 // One flock(2) per descriptor in a single perl process (perl-base is on every Debian-like system);

@@ -86,6 +86,8 @@ export const SPEC: BinSpec = {
   // One line per command, from the commands' own usage.
   usage: COMMANDS.filter((command) => !command.hidden).map((command) => `${command.name.padEnd(8)} ${command.usage?.[0] ?? ''}`.trimEnd()),
   usageExit: EXIT_USAGE,
+  // Its Python original's parser messages, which coordinators match (kit words every other bin).
+  argvDialect: 'multi-agent',
   jobNames: 'prun-job __names',
   commands: COMMANDS,
   epilog: 'A PROMPT or MESSAGE of `-` is read from stdin.\nJobs are shared with multi_agent.py: either program can manage the other\'s jobs.',

@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BIN, fields, makeWorld, processesOf, until, useFakeLlm, type World } from './helpers.js';
 import { socketPath } from '../src/index.js';
@@ -203,5 +203,42 @@ describe('the control socket, bound by the starting command', () => {
     expect((await steer).stdout).toBe('job: early\nsteer: queued\n');
     expect((await w.job(['kill', 'early'])).stdout).toBe('job: early\nstatus: killed\n');
     expect(existsSync(socketPath(w.jobDir('early')))).toBe(false);
+  });
+});
+
+describe('the runner process', () => {
+  it('loads only what relaying between the socket and pi needs: no command line, help, declaration or package beyond the kit', async () => {
+    const w = fresh();
+    // Records every module file the runner loads (and only the runner's: the hooks go in when
+    // the process is a runner).
+    const log = join(w.root, 'runner-modules.log');
+    const hooks = join(w.root, 'record-hooks.mjs');
+    writeFileSync(
+      hooks,
+      `import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) {\n  if (url.startsWith('file:')) appendFileSync(${JSON.stringify(log)}, url + '\\n');\n  return next(url, context);\n}\n`,
+    );
+    const record = join(w.root, 'record.mjs');
+    writeFileSync(
+      record,
+      `import { register } from 'node:module';\nif (process.argv.includes('__runner')) register(${JSON.stringify(pathToFileURL(hooks).href)});\n`,
+    );
+    const env = { NODE_OPTIONS: `--import=${record}` };
+    expect((await w.job(['run', '--background', '--name', 'lean', 'hi'], { env })).code).toBe(0);
+    // A steer answered means the runner is up, serving the socket and talking to pi.
+    expect((await w.job(['steer', 'lean', 'still there?'])).stdout).toBe('job: lean\nsteer: queued\n');
+    const packages = fileURLToPath(new URL('../../', import.meta.url));
+    const loaded = readFileSync(log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((url) => fileURLToPath(url))
+      .filter((path) => !path.startsWith(w.root))
+      .map((path) => path.slice(packages.length));
+    expect(loaded).toContain('job-runner/dist/runner-main.js');
+    expect(loaded).toContain('job-runner/dist/runner.js');
+    for (const path of loaded) {
+      expect(path).toMatch(/^(job-runner\/(bin\/prun-job\.js|dist\/[a-z-]+\.js|dist\/control\/(server|protocol)\.js)|kit\/dist\/(cli|fs|py)\/[a-z]+\.js)$/);
+      expect(path).not.toMatch(/^job-runner\/dist\/(cli|spec|args|profiles|render|jobs)\.js$/);
+    }
+    expect((await w.job(['kill', 'lean'])).stdout).toBe('job: lean\nstatus: killed\n');
   });
 });

@@ -12,7 +12,11 @@ import type * as HarnessTypes from '../../../tools/fake-llm/harness.d.mts';
 
 export const harness: typeof HarnessTypes = harnessModule;
 export const BIN = fileURLToPath(new URL('../bin/prun-job.js', import.meta.url));
-export const SEED = '/work/shared/seeds/multi_agent.py';
+/**
+ * multi_agent.py, the original prun-job is compatible with, for the interoperability test. It is
+ * not part of this repository: PRUN_ORIGINALS names a folder holding it (as for the bench).
+ */
+export const SEED = process.env['PRUN_ORIGINALS'] ? join(process.env['PRUN_ORIGINALS'], 'multi_agent.py') : '';
 
 /**
  * Live processes of a test: runners (their command line holds the job directory) and pi with

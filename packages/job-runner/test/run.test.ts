@@ -152,7 +152,12 @@ describe('resume and fork', () => {
   });
 });
 
-describe.skipIf(!hasPython)('interoperability with multi_agent.py (needs python3)', () => {
+const noInterop = !hasPython
+  ? 'python3 is not installed'
+  : SEED === '' || !existsSync(SEED)
+    ? 'PRUN_ORIGINALS does not name a folder holding multi_agent.py'
+    : null;
+describe.skipIf(noInterop !== null)(`interoperability with multi_agent.py${noInterop ? ` (skipped: ${noInterop})` : ''}`, () => {
   it('python reports a prun-job job identically; prun-job waits on and kills a python job', async () => {
     const w = fresh();
     // multi_agent.py ships no built-in profiles here, so both programs get the same user one.

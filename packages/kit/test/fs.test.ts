@@ -18,6 +18,8 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import {
   DestinationExistsError,
   atomicTempPath,
+  isDirectory,
+  isRegularFile,
   parseAtomicTempName,
   readHead,
   removeStaleTemps,
@@ -215,5 +217,31 @@ describe('which', () => {
     expect(which('tool', { env: { PATH: ':' }, cwd: b })).toBe(join(b, 'tool'));
     expect(which('./tool', { cwd: b })).toBe(join(b, 'tool'));
     expect(which('sh', { env: {} })).toMatch(/^\/(usr\/)?bin\/sh$/);
+  });
+});
+
+describe('isDirectory and isRegularFile (os.path.isdir, os.path.isfile)', () => {
+  test('follow links, and say false for anything else or any error', () => {
+    mkdirSync(join(dir, 'd'));
+    writeFileSync(join(dir, 'f'), 'x');
+    symlinkSync(join(dir, 'd'), join(dir, 'link-to-d'));
+    symlinkSync(join(dir, 'f'), join(dir, 'link-to-f'));
+    symlinkSync(join(dir, 'nowhere'), join(dir, 'dangling'));
+    execFileSync('mkfifo', [join(dir, 'fifo')]);
+    const table = ['d', 'link-to-d', 'f', 'link-to-f', 'dangling', 'fifo', 'missing', 'f/under-a-file'].map((name) => [
+      name,
+      isDirectory(join(dir, name)),
+      isRegularFile(join(dir, name)),
+    ]);
+    expect(table).toEqual([
+      ['d', true, false],
+      ['link-to-d', true, false],
+      ['f', false, true],
+      ['link-to-f', false, true],
+      ['dangling', false, false],
+      ['fifo', false, false],
+      ['missing', false, false],
+      ['f/under-a-file', false, false],
+    ]);
   });
 });

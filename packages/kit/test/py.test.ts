@@ -19,6 +19,7 @@ import {
   pyListRepr,
   pyRepr,
   pySplit,
+  pyRstrip,
   pyStrip,
   splitLines,
   splitUniversalLines,
@@ -96,6 +97,7 @@ const PATHS = ['~', '~/', '~/a/b', '~root', '~root/x', '~no-such-user-kit/x', 'a
 
 interface Answers {
   strip: string[];
+  rstrip: string[];
   split: string[][];
   splitlines: string[][];
   repr: string[];
@@ -144,6 +146,7 @@ function each<T>(inputs: readonly T[], expected: readonly unknown[], actual: (in
 
 describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () => {
   test('pyStrip is str.strip()', () => each(strings, answers.strip, pyStrip));
+  test('pyRstrip is str.rstrip()', () => each(strings, answers.rstrip, pyRstrip));
   test('pySplit is str.split()', () => each(strings, answers.split, pySplit));
   test('splitLines is str.splitlines()', () => each(strings, answers.splitlines, splitLines));
 

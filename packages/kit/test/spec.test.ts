@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ArgvError, exitCodeTable, parseArgv, renderHelp, replaceBetweenMarkers, markers, usageLine } from '@prun/kit/spec';
+import { ArgvError, exitCodeTable, parseArgv, renderHelp, replaceBetweenMarkers, markers, unknownCommand, usageLine, usageMistake } from '@prun/kit/spec';
 import { DEMO } from './spec-fixture.js';
 
 function error(argv: string[]): ArgvError {
@@ -30,28 +30,67 @@ describe('parseArgv', () => {
     expect(parseArgv(DEMO, ['job', '--version'])).toEqual({ kind: 'version' });
   });
 
-  it('names the option or word in each mistake, with exit 2 and the command path', () => {
-    expect(error(['--bogus']).message).toBe('unknown option: --bogus');
-    expect(error(['job', 'run', '--json', 'x']).message).toBe("unknown option for 'job run': --json");
-    expect(error(['job', 'run', '--cwd']).message).toBe('--cwd needs a value (DIR)');
-    expect(error(['job', 'run', '--background=1', 'x']).message).toBe('--background takes no value');
-    expect(error(['job', 'run', '--mode', 'x', 'p']).message).toBe("--mode must be plan or accept-edits, not 'x'");
-    expect(error(['job', 'run', '-n', '1.5', 'p']).message).toBe("-n must be an integer, not '1.5'");
-    expect(error(['job', 'run', '--timeout', '-1', 'p']).message).toBe("--timeout must be a non-negative number of seconds, not '-1'");
-    expect(error(['job', 'run', 'a', 'b']).message).toBe("unexpected argument 'b' for 'job run'");
-    expect(error(['job', 'run']).message).toBe("missing PROMPT for 'job run'");
-    expect(error(['job', 'frob']).message).toBe("unknown command for 'job': frob");
+  it('names the option or word in each mistake, points at that help, with exit 2 and the command path', () => {
+    expect(error(['--bogus']).message).toBe('unknown option: --bogus (see demo-bin --help)');
+    expect(error(['job', 'run', '--json', 'x']).message).toBe("unknown option: --json (see demo-bin job run --help)");
+    expect(error(['job', 'run', '--cwd']).message).toBe('--cwd needs a value (DIR) (see demo-bin job run --help)');
+    expect(error(['job', 'run', '--background=1', 'x']).message).toBe('--background takes no value (see demo-bin job run --help)');
+    expect(error(['job', 'run', '--mode', 'x', 'p']).message).toBe("--mode must be plan or accept-edits, not 'x' (see demo-bin job run --help)");
+    expect(error(['job', 'run', '-n', '1.5', 'p']).message).toBe("-n must be an integer, not '1.5' (see demo-bin job run --help)");
+    expect(error(['job', 'run', '--timeout', '-1', 'p']).message).toBe("--timeout must be a non-negative number of seconds, not '-1' (see demo-bin job run --help)");
+    expect(error(['job', 'run', 'a', 'b']).message).toBe("unexpected argument 'b' (see demo-bin job run --help)");
+    expect(error(['job', 'run']).message).toBe("missing PROMPT (see demo-bin job run --help)");
+    expect(error(['job', 'frob']).message).toBe("unknown command: frob (see demo-bin job --help)");
     const e = error(['job', 'wait']);
     expect(e.exitCode).toBe(2);
     expect(e.path).toEqual(['job', 'wait']);
     expect(() => parseArgv({ ...DEMO, usageExit: 64 }, ['--x'])).toThrow(expect.objectContaining({ exitCode: 64 }));
   });
 
+  it('says what went wrong as data (kind and word), so no caller matches the message', () => {
+    const cases: Array<[string[], string, string]> = [
+      [['--bogus=1'], 'unknown-option', '--bogus'],
+      [['job', 'frob'], 'unknown-command', 'frob'],
+      [['job', 'run', '--background=1', 'x'], 'unexpected-value', '--background'],
+      [['job', 'run', '--cwd'], 'missing-value', '--cwd'],
+      [['job', 'run', '-n', 'x', 'p'], 'invalid-value', '-n'],
+      [['job', 'run', 'a', 'b'], 'unexpected-argument', 'b'],
+      [['job', 'run'], 'missing-argument', 'PROMPT'],
+    ];
+    for (const [argv, kind, word] of cases) expect(error(argv)).toMatchObject({ kind, word });
+    const own = usageMistake(DEMO, '--json only applies to --list', ['job']);
+    expect(own).toMatchObject({ kind: 'usage', word: '', exitCode: 2, message: '--json only applies to --list (see demo-bin job --help)' });
+    expect(unknownCommand(DEMO, 'frob')).toMatchObject({ kind: 'unknown-command', message: 'unknown command: frob (see demo-bin --help)' });
+  });
+
+  it("words mistakes as multi_agent.py's parser in the multi-agent dialect: as typed, no pointer, values unchecked", () => {
+    const spec = { ...DEMO, argvDialect: 'multi-agent' as const, usageExit: 64 };
+    const fails = (argv: string[]) => {
+      try {
+        parseArgv(spec, argv);
+      } catch (caught) {
+        return caught as ArgvError;
+      }
+      throw new Error(`no error for ${argv.join(' ')}`);
+    };
+    expect(fails(['job', 'run', '--bogus=1'])).toMatchObject({ kind: 'unknown-option', message: 'unknown option: --bogus=1', exitCode: 64 });
+    expect(fails(['job', 'run', '--background=1'])).toMatchObject({ kind: 'unexpected-value', message: 'unknown option: --background=1' });
+    expect(fails(['job', 'run', '-n=1', '--cwd'])).toMatchObject({ kind: 'missing-value', message: '--cwd needs a value' });
+    expect(fails(['job', 'run', '--version'])).toMatchObject({ message: 'unknown option: --version' });
+    // Values as typed, counts left to the command, `-n=5` split as the original's partition('=').
+    expect(parseArgv(spec, ['job', 'run', '-n=x', '--timeout', 'inf', 'a', 'b'])).toMatchObject({
+      kind: 'run',
+      options: { count: 'x', timeout: 'inf' },
+      positionals: ['a', 'b'],
+    });
+    expect(parseArgv(spec, ['job', 'run'])).toMatchObject({ kind: 'run', positionals: [] });
+  });
+
   it('keeps -- and options-first semantics', () => {
     expect(parseArgv(DEMO, ['exec', '--keep', 'A', '--', 'env', '--bogus'])).toMatchObject({ options: { keep: 'A' }, rest: ['env', '--bogus'] });
     expect(parseArgv(DEMO, ['watch', 'a', '--json'])).toMatchObject({ positionals: ['a', '--json'] });
     expect(parseArgv(DEMO, ['watch', '--', '--odd'])).toMatchObject({ positionals: ['--odd'] });
-    expect(error(['watch']).message).toBe("missing STATE_DIR for 'watch'");
+    expect(error(['watch']).message).toBe('missing STATE_DIR (see demo-bin watch --help)');
   });
 
   it('uses a declared schema only when the value is parsed', () => {

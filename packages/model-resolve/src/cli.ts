@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { CliError, EXIT_INTERNAL, commandMain, packageVersion } from '@prun/kit/cli';
-import { parseArgv, renderHelp } from '@prun/kit/spec';
+import { CliError, EXIT_INTERNAL, commandMain } from '@prun/kit/cli';
+import { answerHelpOrVersion, parseArgv, usageMistake } from '@prun/kit/spec';
 import { z } from 'zod';
 import {
   BIN_ENV_VAR,
@@ -34,14 +34,14 @@ function parseArgs(argv: readonly string[]): Parsed {
   const parsed = parseArgv(SPEC, argv);
   if (parsed.kind !== 'run') return parsed;
   const { positionals, options } = parsed;
-  if (positionals.length === 0) throw usage('missing TEMPLATE (see --help)');
-  if (positionals.length > 1) throw usage(`expected one TEMPLATE, got ${positionals.length}`);
+  if (positionals.length === 0) throw usageMistake(SPEC, 'missing TEMPLATE');
+  if (positionals.length > 1) throw usageMistake(SPEC, `expected one TEMPLATE, got ${positionals.length}`);
   const checked = Options.safeParse({
     template: positionals[0],
     listing: options['listing'] ?? null,
     json: options['json'] === true,
   });
-  if (!checked.success) throw usage(checked.error.issues[0]?.message ?? 'invalid arguments');
+  if (!checked.success) throw usageMistake(SPEC, checked.error.issues[0]?.message ?? 'invalid arguments');
   return { kind: 'resolve', options: checked.data };
 }
 
@@ -96,12 +96,8 @@ async function runModels(env: NodeJS.ProcessEnv): Promise<string> {
 
 export const main = commandMain(BIN, async (argv: string[]): Promise<number | void> => {
   const parsed = parseArgs(argv);
-  if (parsed.kind === 'help') {
-    process.stdout.write(renderHelp(SPEC));
-    return;
-  }
-  if (parsed.kind === 'version') {
-    process.stdout.write(packageVersion(new URL('../package.json', import.meta.url)) + '\n');
+  if (parsed.kind !== 'resolve') {
+    answerHelpOrVersion(SPEC, parsed, new URL('../package.json', import.meta.url));
     return;
   }
   const { template, listing: listingSource, json } = parsed.options;

@@ -5,9 +5,9 @@
  * Everything here is a pure function over plain data except `locateAgy`, which reads the
  * file system.
  */
-import { realpathSync, statSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
-import { which } from '@prun/kit/fs';
+import { isRegularFile, which } from '@prun/kit/fs';
 import { expandUser, pyRepr, pySplit, pyStrip, splitLines } from '@prun/kit/py';
 
 export const DEFAULT_MODEL = 'gemini-3.8-flash-high';
@@ -317,13 +317,6 @@ export function expandVars(path: string, env: Readonly<Record<string, string | u
   return out;
 }
 
-function isRegularFile(path: string): boolean {
-  try {
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
 
 function realpathOrNull(path: string): string | null {
   try {

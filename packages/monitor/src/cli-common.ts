@@ -1,5 +1,5 @@
-import { CliError, EXIT_INTERNAL, formatInternalError, packageVersion, printable, usageError } from '@prun/kit/cli';
-import { ArgvError, parseArgv, renderHelp, type BinSpec } from '@prun/kit/spec';
+import { CliError, EXIT_INTERNAL, EXIT_USAGE, formatInternalError, packageVersion, printable, usageError } from '@prun/kit/cli';
+import { ArgvError, parseArgv, renderHelp, usageMistake, type BinSpec } from '@prun/kit/spec';
 import { BoundedLineSplitter, MAX_OPERAND_LINE_BYTES, classifyOperandLine } from './operands.js';
 import { MAX_ENTRY_BYTES } from '@prun/unit-state';
 import type { WatchLoop } from './loop.js';
@@ -32,7 +32,7 @@ export function parseArgs(argv: readonly string[], spec: BinSpec = MONITOR_SPEC)
   parsed.json = result.options['json'] === true;
   parsed.operands = result.positionals;
   if (parsed.operands.includes('-')) {
-    if (parsed.operands.length !== 1) throw usageError('`-` (operands from stdin) must be the only operand');
+    if (parsed.operands.length !== 1) throw usageMistake(spec, '`-` (operands from stdin) must be the only operand');
     parsed.stdin = true;
     parsed.operands = [];
   }
@@ -142,7 +142,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
   const json = (end === -1 ? argv : argv.slice(0, end)).includes('--json');
   const usageFailure = (message: string, showUsage: boolean): void => {
     cli.usageFailure(json, message, showUsage);
-    process.exitCode = 2;
+    process.exitCode = EXIT_USAGE;
   };
   try {
     const args = parseArgs(argv, cli.spec);
@@ -174,7 +174,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
               run.endOperands();
               return;
             }
-            run.stop(2);
+            run.stop(EXIT_USAGE);
             usageFailure(`no ${cli.operandName} on stdin`, false);
           },
           (notice) => note(`${cli.spec.name}: ${stdinNoticeText(notice)}`),

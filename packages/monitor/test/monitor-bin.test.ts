@@ -216,7 +216,7 @@ describe.concurrent('prun-monitor: output details', () => {
     const r = await run(monitorBin, ['--bogus'], monitorEnv());
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('MONITOR-EVENT usage-error\n');
-    expect(r.stderr).toBe('prun-monitor: unknown option: --bogus\n');
+    expect(r.stderr).toBe('prun-monitor: unknown option: --bogus (see prun-monitor --help)\n');
     const b = base();
     makeStateDir(b, '--odd', { result: '# u result\n' });
     const ok = await run(monitorBin, ['--', '--odd'], monitorEnv(), { cwd: b });

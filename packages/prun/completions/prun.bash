@@ -11,13 +11,14 @@ _prun() {
     if [[ $w == -?* ]]; then
       [[ $w == *=* ]] && continue
       case "$p|$w" in
-        "batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--batch"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
+        "batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"batch|--retries"|"batch|--halt"|"batch|--on-unit-done"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--batch"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
       esac
       continue
     fi
     if [[ $n == 0 ]]; then
       case "$p|$w" in
         "|batch") p='batch'; continue ;;
+        "|cancel") p='cancel'; continue ;;
         "|status") p='status'; continue ;;
         "|wait") p='wait'; continue ;;
         "|log") p='log'; continue ;;
@@ -60,6 +61,7 @@ _prun() {
       "batch|--dir") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "batch|--resume") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
       "batch|--retry-failed") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
+      "batch|--on-unit-done") COMPREPLY+=($(compgen -c -- "$cur")) ;;
       "dispatch|--prompt-file") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
       "dispatch|--result-file") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
       "dispatch|--mode") COMPREPLY+=($(compgen -W 'plan accept-edits' -- "$cur")) ;;
@@ -85,7 +87,8 @@ _prun() {
   if [[ $cur == -* ]]; then
     case "$p" in
       "") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "batch") COMPREPLY+=($(compgen -W '--dir --jobs --json --no-quota-wait --quota-wait --resume --retry-failed --help --version' -- "$cur")) ;;
+      "batch") COMPREPLY+=($(compgen -W '--dir --jobs --json --no-quota-wait --quota-wait --resume --retry-failed --dry-run --retries --halt --on-unit-done --help --version' -- "$cur")) ;;
+      "cancel") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "status") COMPREPLY+=($(compgen -W '--json --watch --help --version' -- "$cur")) ;;
       "wait") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
       "log") COMPREPLY+=($(compgen -W '--follow -f --raw --help --version' -- "$cur")) ;;
@@ -122,13 +125,14 @@ _prun() {
   fi
   if [[ $n == 0 ]]; then
     case "$p" in
-      "") COMPREPLY+=($(compgen -W 'batch status wait log clean clone completion help dispatch monitor gather report-state snapshot-tail quota models env job' -- "$cur")) ;;
+      "") COMPREPLY+=($(compgen -W 'batch cancel status wait log clean clone completion help dispatch monitor gather report-state snapshot-tail quota models env job' -- "$cur")) ;;
       "quota") COMPREPLY+=($(compgen -W 'refresh route' -- "$cur")) ;;
       "job") COMPREPLY+=($(compgen -W 'run resume wait result steer abort kill status peek list profiles rm completion' -- "$cur")) ;;
     esac
   fi
   case "$p|$n" in
     "batch|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
+    "cancel|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "status|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "wait|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "log|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;

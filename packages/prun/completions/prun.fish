@@ -23,7 +23,7 @@ function __prun_complete
         if string match -qr -- '^-.' "$w"
             string match -q -- '*=*' "$w"; and continue
             switch "$p|$w"
-                case 'batch|--dir' 'batch|--jobs' 'batch|--quota-wait' 'batch|--resume' 'batch|--retry-failed' 'dispatch|--prompt-file' 'dispatch|--result-file' 'dispatch|--unit-id' 'dispatch|--mode' 'dispatch|--add-dir' 'dispatch|--continue-from' 'report-state|--root' 'report-state|--batch' 'report-state|--sort' 'report-state|--min-tail-bytes' 'snapshot-tail|--unit' 'snapshot-tail|--dest' 'snapshot-tail|--output' 'quota route|--model' 'models|--listing' 'env|--keep' 'job run|--profile' 'job run|--name' 'job run|--timeout' 'job run|--model' 'job run|--thinking' 'job run|--cwd' 'job resume|--timeout' 'job wait|--timeout' 'job peek|-n'
+                case 'batch|--dir' 'batch|--jobs' 'batch|--quota-wait' 'batch|--resume' 'batch|--retry-failed' 'batch|--retries' 'batch|--halt' 'batch|--on-unit-done' 'dispatch|--prompt-file' 'dispatch|--result-file' 'dispatch|--unit-id' 'dispatch|--mode' 'dispatch|--add-dir' 'dispatch|--continue-from' 'report-state|--root' 'report-state|--batch' 'report-state|--sort' 'report-state|--min-tail-bytes' 'snapshot-tail|--unit' 'snapshot-tail|--dest' 'snapshot-tail|--output' 'quota route|--model' 'models|--listing' 'env|--keep' 'job run|--profile' 'job run|--name' 'job run|--timeout' 'job run|--model' 'job run|--thinking' 'job run|--cwd' 'job resume|--timeout' 'job wait|--timeout' 'job peek|-n'
                     set expect "$w"
             end
             continue
@@ -32,6 +32,9 @@ function __prun_complete
             switch "$p|$w"
                 case '|batch'
                     set p 'batch'
+                    continue
+                case '|cancel'
+                    set p 'cancel'
                     continue
                 case '|status'
                     set p 'status'
@@ -144,6 +147,8 @@ function __prun_complete
                 for c in (__fish_complete_directories "$cur"); printf '%s%s\n' "$prefix" "$c"; end
             case 'batch|--retry-failed'
                 for c in (__fish_complete_directories "$cur"); printf '%s%s\n' "$prefix" "$c"; end
+            case 'batch|--on-unit-done'
+                for c in (complete -C "$cur"); printf '%s%s\n' "$prefix" "$c"; end
             case 'dispatch|--prompt-file'
                 for c in (__fish_complete_path "$cur"); printf '%s%s\n' "$prefix" "$c"; end
             case 'dispatch|--result-file'
@@ -185,7 +190,9 @@ function __prun_complete
             case ''
                 printf '%s\n' '--help	show this help' '--version	print the version'
             case 'batch'
-                printf '%s\n' '--dir	the new batch directory (default: ./prun-batch-<stamp>)' '--jobs	units running at once (default: the number of CPUs)' '--json	print the outcome as one JSON document' '--no-quota-wait	stop (exit 75) instead of waiting when quota refuses a unit' '--quota-wait	how long to wait for quota before trying again' '--resume	continue a batch after a crash or kill' '--retry-failed	run the failed units of a batch again, as follow-up turns' '--help	show this help' '--version	print the version'
+                printf '%s\n' '--dir	the new batch directory (default: ./prun-batch-<stamp>)' '--jobs	units running at once (default: the number of CPUs)' '--json	print the outcome as one JSON document' '--no-quota-wait	stop (exit 75) instead of waiting when quota refuses a unit' '--quota-wait	how long to wait for quota before trying again' '--resume	continue a batch after a crash or kill' '--retry-failed	run the failed units of a batch again, as follow-up turns' '--dry-run	check everything and print the schedule (waves, mode, workspace, model, quota); start and create nothing' '--retries	run a failed or invalid unit again up to N times, as follow-up turns' '--halt	now,fail=N: stop every running unit once N units failed; soon,fail=N: start no more (N or P%)' '--on-unit-done	run CMD (sh -c) after each unit settles, with PRUN_UNIT_ID, PRUN_UNIT_STATUS, PRUN_UNIT_RESULT, PRUN_UNIT_STATE_DIR set' '--help	show this help' '--version	print the version'
+            case 'cancel'
+                printf '%s\n' '--help	show this help' '--version	print the version'
             case 'status'
                 printf '%s\n' '--json	one JSON document' '--watch	follow the batch live until it ends (read-only)' '--help	show this help' '--version	print the version'
             case 'wait'
@@ -254,7 +261,7 @@ function __prun_complete
     if test $n = 0
         switch "$p"
             case ''
-                printf '%s\n' 'batch	run a whole fan-out from a JSON or YAML plan, with a ledger; resumable' 'status	a batch\'s units and their states' 'wait	block until a batch has finished, whoever drives it; exit with its exit code' 'log	a unit\'s worker output, rendered for a person' 'clean	remove the state dirs (and with --clones the clones) of a batch\'s settled units' 'clone	a throwaway local clone for a code-writing unit (remote removed)' 'completion	print the completion script of prun and every prun-* bin' 'help	the help of prun or of one command' 'dispatch	run one unit through agy; prints STATE-DIR, publishes the result or a FALLBACK' 'monitor	watch state dirs; wake on the first failure, stall, all-done or timeout' 'gather	wait until result files have landed and gone quiet' 'report-state	read-only inventory of leftover prun-task-* state directories' 'snapshot-tail	archive a unit\'s tail into a verified ZIP, never replacing anything' 'quota	quota readout, refresh, and the routing decision for a model' 'models	resolve a model template to the newest listed model of its family' 'env	run a command with secret-shaped variables withheld, or list them' 'job	named pi agent jobs: run, resume, wait, result, steer, abort, kill, list'
+                printf '%s\n' 'batch	run a whole fan-out from a JSON or YAML plan, with a ledger; resumable' 'cancel	stop units of a batch, running or queued, whether its driver is alive or not' 'status	a batch\'s units and their states' 'wait	block until a batch has finished, whoever drives it; exit with its exit code' 'log	a unit\'s worker output, rendered for a person' 'clean	remove the state dirs (and with --clones the clones) of a batch\'s settled units' 'clone	a throwaway local clone for a code-writing unit (remote removed)' 'completion	print the completion script of prun and every prun-* bin' 'help	the help of prun or of one command' 'dispatch	run one unit through agy; prints STATE-DIR, publishes the result or a FALLBACK' 'monitor	watch state dirs; wake on the first failure, stall, all-done or timeout' 'gather	wait until result files have landed and gone quiet' 'report-state	read-only inventory of leftover prun-task-* state directories' 'snapshot-tail	archive a unit\'s tail into a verified ZIP, never replacing anything' 'quota	quota readout, refresh, and the routing decision for a model' 'models	resolve a model template to the newest listed model of its family' 'env	run a command with secret-shaped variables withheld, or list them' 'job	named pi agent jobs: run, resume, wait, result, steer, abort, kill, list'
             case 'quota'
                 printf '%s\n' 'refresh	query agy /usage and rewrite the snapshot' 'route	the model a unit would run on, or why it may not start'
             case 'job'
@@ -264,6 +271,8 @@ function __prun_complete
     switch "$p|$n"
         case 'batch|0'
             __fish_complete_path "$cur"
+        case 'cancel|0'
+            __fish_complete_directories "$cur"
         case 'status|0'
             __fish_complete_directories "$cur"
         case 'wait|0'

@@ -10,13 +10,14 @@ _prun() {
     if [[ $w == -?* ]]; then
       [[ $w == *=* ]] && continue
       case "$p|$w" in
-        ("batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--batch"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
+        ("batch|--dir"|"batch|--jobs"|"batch|--quota-wait"|"batch|--resume"|"batch|--retry-failed"|"batch|--retries"|"batch|--halt"|"batch|--on-unit-done"|"dispatch|--prompt-file"|"dispatch|--result-file"|"dispatch|--unit-id"|"dispatch|--mode"|"dispatch|--add-dir"|"dispatch|--continue-from"|"report-state|--root"|"report-state|--batch"|"report-state|--sort"|"report-state|--min-tail-bytes"|"snapshot-tail|--unit"|"snapshot-tail|--dest"|"snapshot-tail|--output"|"quota route|--model"|"models|--listing"|"env|--keep"|"job run|--profile"|"job run|--name"|"job run|--timeout"|"job run|--model"|"job run|--thinking"|"job run|--cwd"|"job resume|--timeout"|"job wait|--timeout"|"job peek|-n") expect="$w" ;;
       esac
       continue
     fi
     if (( n == 0 )); then
       case "$p|$w" in
         ("|batch") p='batch'; continue ;;
+        ("|cancel") p='cancel'; continue ;;
         ("|status") p='status'; continue ;;
         ("|wait") p='wait'; continue ;;
         ("|log") p='log'; continue ;;
@@ -58,6 +59,7 @@ _prun() {
       ("batch|--dir") _files -/ ;;
       ("batch|--resume") _files -/ ;;
       ("batch|--retry-failed") _files -/ ;;
+      ("batch|--on-unit-done") _command_names -e ;;
       ("dispatch|--prompt-file") _files ;;
       ("dispatch|--result-file") _files ;;
       ("dispatch|--mode") compadd -- 'plan' 'accept-edits' ;;
@@ -83,7 +85,8 @@ _prun() {
   if [[ $cur == -* ]]; then
     case "$p" in
       ("") compadd -- '--help' '--version' ;;
-      ("batch") compadd -- '--dir' '--jobs' '--json' '--no-quota-wait' '--quota-wait' '--resume' '--retry-failed' '--help' '--version' ;;
+      ("batch") compadd -- '--dir' '--jobs' '--json' '--no-quota-wait' '--quota-wait' '--resume' '--retry-failed' '--dry-run' '--retries' '--halt' '--on-unit-done' '--help' '--version' ;;
+      ("cancel") compadd -- '--help' '--version' ;;
       ("status") compadd -- '--json' '--watch' '--help' '--version' ;;
       ("wait") compadd -- '--json' '--help' '--version' ;;
       ("log") compadd -- '--follow' '-f' '--raw' '--help' '--version' ;;
@@ -120,13 +123,14 @@ _prun() {
   fi
   if (( n == 0 )); then
     case "$p" in
-      ("") compadd -- 'batch' 'status' 'wait' 'log' 'clean' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job' ;;
+      ("") compadd -- 'batch' 'cancel' 'status' 'wait' 'log' 'clean' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job' ;;
       ("quota") compadd -- 'refresh' 'route' ;;
       ("job") compadd -- 'run' 'resume' 'wait' 'result' 'steer' 'abort' 'kill' 'status' 'peek' 'list' 'profiles' 'rm' 'completion' ;;
     esac
   fi
   case "$p|$n" in
     ("batch|0") _files ;;
+    ("cancel|0") _files -/ ;;
     ("status|0") _files -/ ;;
     ("wait|0") _files -/ ;;
     ("log|0") _files -/ ;;

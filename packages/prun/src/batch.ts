@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { signalExitCode } from '@prun/kit/cli';
+import { TIMEOUT_SETTING } from '@prun/dispatcher-agy';
 import { classifyUnit, initialMemory, observeUnit, probeDispatch, type UnitMemory } from '@prun/monitor';
+import { readHead } from '@prun/kit/fs';
 import { publishAtomic, renderFallback, resultShapeLines } from '@prun/unit-state';
 import { throwawayClone, CloneError } from './clone.js';
 import { dispatcherCommandLine, type DispatchRequest } from './dispatcher.js';
@@ -10,7 +12,10 @@ import { EXIT } from './errors.js';
 import { LOCK_FILE } from './lock.js';
 import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
 import { BATCH_FILES } from '@prun/unit-state/ledger';
-import { isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
+import { countsAgainstBatch, isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
+import { cancelledResultText, clearCancelRequest, pendingCancelRequests } from './cancel-requests.js';
+import { haltReached, type HaltRule } from './halt.js';
+import { stopRunningUnit } from './stop.js';
 import type { ResolvedUnit } from './plan.js';
 import { batchExitCode, decide, quotaRetryTime } from './schedule.js';
 import {
@@ -61,6 +66,14 @@ export interface BatchSettings {
   /** Progress lines (only on a TTY); messages such as stalls and failures always go to `message`. */
   progress: (line: string) => void;
   message: (line: string) => void;
+  /** `--retries`: how often a failed or invalid unit is run again automatically (default 0). */
+  retries?: number;
+  /** `--halt`: stop once this many units failed (default: never). */
+  halt?: HaltRule | null;
+  /** Called once a unit has settled for this run (done, failed, invalid, cancelled, interrupted). */
+  onSettled?: (entry: LedgerEntry) => void;
+  /** False: start no unit, only settle what is stopping (how `prun cancel` acts on a batch no driver holds). */
+  startUnits?: boolean;
 }
 
 export interface UnitReport {
@@ -83,7 +96,7 @@ export interface UnitReport {
 export interface BatchOutcome {
   dir: string;
   exitCode: number;
-  stoppedBy: 'finished' | 'quota' | NodeJS.Signals;
+  stoppedBy: 'finished' | 'quota' | 'halt' | NodeJS.Signals;
   units: UnitReport[];
 }
 
@@ -112,12 +125,14 @@ export function unitMode(unit: ResolvedUnit): 'plan' | 'accept-edits' | null {
   return unit.mode ?? (unit.clone ? 'accept-edits' : null);
 }
 
-/** The environment a unit's dispatcher gets: the batch's, plus its clone and model. */
+/** The environment a unit's dispatcher gets: the batch's, plus its clone, model and timeout. */
 export function unitEnv(base: NodeJS.ProcessEnv, unit: ResolvedUnit, cloneDir: string | null): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   delete env.PRUN_SCRATCH_CWD;
   if (cloneDir) env.PRUN_SCRATCH_CWD = cloneDir;
   if (unit.model) env.ANTIGRAVITY_DISPATCH_MODEL = unit.model;
+  // The dispatcher's own deadline setting, so its worker is stopped on the dispatcher's path.
+  if (unit.timeoutSeconds !== null) env[TIMEOUT_SETTING] = String(unit.timeoutSeconds);
   return env;
 }
 
@@ -151,7 +166,13 @@ interface FollowUp {
 const BUSY_RETRY_MS = 5000;
 
 /** Ledger fields that describe a live dispatch and go when the unit stops running. */
-const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'stop_signal'] as const;
+const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'stop_signal', 'stop_reason'] as const;
+
+/** The signal `--halt now` and `prun cancel` stop a unit's dispatcher with (its normal stop path). */
+const CONTROL_STOP_SIGNAL: NodeJS.Signals = 'SIGTERM';
+
+/** The largest result prun rewrites to name a cancel; a larger one gets a FALLBACK of its own. */
+const MAX_REWRITTEN_RESULT_BYTES = 16 * 1024 * 1024;
 
 /** Moves `current` to `<folder>/<id>.attempt-<n>.<ext>` (the first free n from `attempt`, at least 1), if it exists. */
 function setAside(current: string, folder: string, id: string, ext: string, attempt: number): void {
@@ -172,7 +193,9 @@ export class BatchRun {
   private readonly live = new Map<string, Live>();
   private readonly followUps = new Map<string, FollowUp>();
   private readonly stalled = new Set<string>();
-  private stopping: 'quota' | NodeJS.Signals | null = null;
+  private stopping: 'quota' | 'halt' | NodeJS.Signals | null = null;
+  /** Units that failed or were invalid (after their retries) in this run, for `--halt`. */
+  private failures = 0;
   private wake: (() => void) | null = null;
 
   /** `units` from the batch's own plan.json; `ledger` read (and its tail repaired) under the driver lock. */
@@ -240,15 +263,30 @@ export class BatchRun {
       const entry = this.latest.get(unit.id)!;
       const rerun = entry.status === 'interrupted' || (retryFailed && isFailedStatus(entry.status));
       if (!rerun) continue;
-      const restate = entry.status === 'invalid';
-      const stateDir = entry.state_dir;
-      if (stateDir && hasConversation(stateDir)) this.followUps.set(unit.id, { stateDir, restate });
-      const how = this.followUps.has(unit.id)
-        ? `${restate ? 'asking to restate the result' : 'as a follow-up turn'} of ${stateDir}`
-        : 'afresh (no conversation recorded)';
+      const how = this.queueFollowUp(unit.id, entry.status === 'invalid');
       const why = entry.status === 'interrupted' ? 'interrupted' : entry.status;
-      this.record(unit.id, { status: 'queued', ended_at: null, exit_code: null, note: `${why}: running again ${how}` });
+      // A retry by hand starts the unit's automatic retries (--retries) afresh.
+      const drop: (keyof LedgerEntry)[] = entry.status === 'interrupted' ? [] : ['retry'];
+      this.record(unit.id, { status: 'queued', ended_at: null, exit_code: null, note: `${why}: running again ${how}` }, drop);
     }
+  }
+
+  /**
+   * The next dispatch of `id` continues its recorded conversation (asking to restate an invalid
+   * result when `restate`), or starts afresh when none was recorded. Returns how, for the note.
+   */
+  private queueFollowUp(id: string, restate: boolean): string {
+    const stateDir = this.latest.get(id)!.state_dir;
+    if (stateDir && hasConversation(stateDir)) {
+      this.followUps.set(id, { stateDir, restate });
+      return `${restate ? 'asking to restate the result' : 'as a follow-up turn'} of ${stateDir}`;
+    }
+    return 'afresh (no conversation recorded)';
+  }
+
+  /** Tell `onSettled` that a unit has reached its end for this run. */
+  private settled(id: string): void {
+    this.settings.onSettled?.(this.latest.get(id)!);
   }
 
   /**
@@ -265,6 +303,8 @@ export class BatchRun {
       result,
       stopSignal: entry.stop_signal ?? null,
       stderrLast: result === null ? lastLogLine(this.paths.stderrLog(id)) : null,
+      cancelled: entry.stop_reason === 'cancel',
+      retriesLeft: Math.max(0, (this.settings.retries ?? 0) - (entry.retry ?? 0)),
     });
     const facts = stateDir ? readModelFacts(stateDir) : null;
     const ran: Partial<LedgerEntry> = facts
@@ -279,6 +319,7 @@ export class BatchRun {
       case 'done':
         this.record(id, { ...base, status: 'done', ended_at: nowIso(), ...(unwatchedNote ? { note: unwatchedNote } : {}) });
         this.settings.progress(`done ${id}`);
+        this.settled(id);
         break;
       case 'deferred':
         this.defer(id, base, outcome.note, outcome.refusal);
@@ -287,12 +328,112 @@ export class BatchRun {
         this.record(id, { ...base, status: 'queued', ended_at: null, note: outcome.note });
         break;
       default: {
+        if (outcome.status === 'cancelled') this.publishCancelled(id, result, outcome.note);
         this.record(id, { ...base, status: outcome.status, ended_at: nowIso(), note: outcome.note });
         const code = exitCode === null ? '' : ` (exit ${exitCode})`;
         this.settings.message(`unit ${id} ${outcome.status}${code}: ${outcome.note}`);
+        if ((outcome.status === 'failed' || outcome.status === 'invalid') && outcome.retry) {
+          this.retry(id, outcome.status);
+          break;
+        }
+        this.settled(id);
+        if (outcome.status === 'failed' || outcome.status === 'invalid') this.countFailure();
       }
     }
     this.wake?.();
+  }
+
+  /** `--retries`: queue a failed or invalid unit again at once, as a follow-up turn where one was recorded. */
+  private retry(id: string, status: 'failed' | 'invalid'): void {
+    const retry = (this.latest.get(id)!.retry ?? 0) + 1;
+    const how = this.queueFollowUp(id, status === 'invalid');
+    const note = `${status}: retry ${retry} of ${this.settings.retries ?? 0} (--retries), ${how}`;
+    this.record(id, { status: 'queued', ended_at: null, exit_code: null, retry, note });
+    this.settings.message(`unit ${id} ${note}`);
+  }
+
+  /** A unit failed for good in this run: `--halt` may stop the batch. */
+  private countFailure(): void {
+    this.failures += 1;
+    const rule = this.settings.halt;
+    if (!rule || this.stopping === 'halt' || !haltReached(rule, this.failures, this.units.length)) return;
+    const signalled = this.stopping !== null && this.stopping !== 'quota';
+    if (!signalled) this.stopping = 'halt';
+    if (rule.when === 'soon') {
+      this.settings.message(`--halt ${rule.text}: ${this.failures} unit(s) failed; starting no more units, ${this.live.size} running unit(s) finish`);
+      return;
+    }
+    this.settings.message(`--halt ${rule.text}: ${this.failures} unit(s) failed; stopping ${this.live.size} running unit(s)`);
+    for (const [id, live] of this.live) {
+      if (!signalled) this.record(id, { stop_signal: CONTROL_STOP_SIGNAL, stop_reason: 'halt' });
+      stopRunningUnit({ id, pid: live.pid }, CONTROL_STOP_SIGNAL);
+    }
+  }
+
+  /**
+   * The result of a cancelled unit names the cancel: the dispatcher's FALLBACK (which names the
+   * signal and keeps the worker's output) with its reason lines saying so, or a FALLBACK of
+   * prun's own when the dispatcher published none.
+   */
+  private publishCancelled(id: string, result: ReturnType<typeof readResultHead>, note: string): void {
+    const path = this.paths.result(id);
+    if (result !== null && result !== 'unparsed' && result.fallback) {
+      const head = readHead(path, { maxBytes: MAX_REWRITTEN_RESULT_BYTES, overflow: 'refuse' });
+      const text = head.ok ? cancelledResultText(head.text, note) : null;
+      publishAtomic(path, text ?? renderFallback({ unitId: id, reason: note }), { tag: 'prun' });
+    } else if (result === null) {
+      publishAtomic(path, renderFallback({ unitId: id, reason: note }), { tag: 'prun' });
+    }
+  }
+
+  /**
+   * `prun cancel`: a running unit is stopped through its dispatcher (recorded first, so its end
+   * is `cancelled` even if this process dies meanwhile); a queued, deferred or interrupted unit is
+   * recorded `cancelled` at once, with a FALLBACK naming the cancel. A unit that has already
+   * settled is left as it is. Returns what was done.
+   */
+  cancel(id: string, by: string): 'stopping' | 'cancelled' | 'settled' {
+    const entry = this.latest.get(id);
+    if (entry === undefined) return 'settled';
+    if (entry.status === 'running') {
+      let live = this.live.get(id);
+      if (live === undefined) {
+        // No driver watched it (prun cancel on a batch no driver holds): find its dispatcher.
+        const resultPath = this.paths.result(id);
+        const recorded =
+          entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)
+            ? { pid: entry.dispatcher_pid, start: entry.dispatcher_start ?? null }
+            : findDispatcherFor(resultPath);
+        if (recorded !== null) {
+          live = { child: null, pid: recorded.pid, start: recorded.start, memory: initialMemory(Date.now()), stallReported: false };
+          this.live.set(id, live);
+        }
+      }
+      if (entry.stop_reason === 'cancel' && live !== undefined) return 'stopping';
+      this.record(id, {
+        stop_signal: CONTROL_STOP_SIGNAL,
+        stop_reason: 'cancel',
+        ...(live === undefined ? {} : { dispatcher_pid: live.pid, ...(live.start === null ? {} : { dispatcher_start: live.start }) }),
+        note: `cancel requested by ${by}`,
+      });
+      if (live === undefined) {
+        this.settle(id, null);
+        return 'cancelled';
+      }
+      this.settings.message(`unit ${id}: stopping it (cancel requested by ${by})`);
+      stopRunningUnit({ id, pid: live.pid }, CONTROL_STOP_SIGNAL);
+      return 'stopping';
+    }
+    if (entry.status !== 'queued' && entry.status !== 'deferred' && entry.status !== 'interrupted') return 'settled';
+    const note = `cancelled by ${by} before it ${entry.attempt ? 'ran again' : 'ran'}`;
+    this.setAsidePreviousResult(id, entry.attempt ?? 0);
+    publishAtomic(this.paths.result(id), renderFallback({ unitId: id, reason: note }), { tag: 'prun' });
+    this.record(id, { status: 'cancelled', ended_at: nowIso(), exit_code: null, note }, ['retry']);
+    this.followUps.delete(id);
+    this.settings.message(`unit ${id} cancelled: ${note}`);
+    this.settled(id);
+    this.wake?.();
+    return 'cancelled';
   }
 
   private defer(id: string, base: Partial<LedgerEntry>, reason: string, refusal: 'quota' | 'busy'): void {
@@ -337,6 +478,7 @@ export class BatchRun {
     publishAtomic(result, renderFallback({ unitId: id, reason }), { tag: 'prun' });
     this.record(id, { status: 'failed', ended_at: nowIso(), exit_code: null, note: reason });
     this.settings.message(`unit ${id} failed without running: ${reason}`);
+    this.settled(id);
   }
 
   private start(id: string): void {
@@ -469,22 +611,25 @@ export class BatchRun {
    * repeated signal is passed on again (the dispatcher then kills its worker group at once).
    */
   interrupt(signal: NodeJS.Signals): void {
-    const first = this.stopping === null || this.stopping === 'quota';
+    const first = this.stopping === null || this.stopping === 'quota' || this.stopping === 'halt';
     this.stopping = signal;
     this.settings.message(`${signal}: stopping ${this.live.size} running unit(s)`);
     for (const [id, live] of this.live) {
-      if (first) this.record(id, { stop_signal: signal });
-      try {
-        process.kill(live.pid, signal);
-      } catch {
-        // already gone
-      }
+      // A unit already being cancelled stays a cancel: only the signal passes on.
+      if (first && this.latest.get(id)!.stop_reason !== 'cancel') this.record(id, { stop_signal: signal }, ['stop_reason']);
+      stopRunningUnit({ id, pid: live.pid }, signal);
     }
     this.wake?.();
   }
 
   async run(): Promise<BatchOutcome> {
+    const ids = new Set(this.units.map((unit) => unit.id));
     for (;;) {
+      // `prun cancel` from another terminal: act on it (the ledger first), then drop the request.
+      for (const request of pendingCancelRequests(this.paths.dir, ids)) {
+        this.cancel(request.id, request.by);
+        clearCancelRequest(this.paths.dir, request.id);
+      }
       const now = Date.now();
       const status = new Map([...this.latest].map(([id, entry]) => [id, entry.status] as const));
       const retryAt = new Map(
@@ -497,7 +642,7 @@ export class BatchRun {
         running: this.live.size,
         jobs: this.settings.jobs,
         now,
-        startingAllowed: this.stopping === null,
+        startingAllowed: this.stopping === null && this.settings.startUnits !== false,
       });
       for (const [id, dep] of decision.failForDependency) this.failWithoutRun(id, `dependency ${dep} ${this.latest.get(dep)!.status}`);
       if (decision.failForDependency.length > 0) continue;
@@ -516,12 +661,15 @@ export class BatchRun {
       this.wake = null;
       this.observe();
     }
-    const failed = [...this.latest.values()].filter((entry) => isFailedStatus(entry.status)).length;
+    const failed = [...this.latest.values()].filter((entry) => countsAgainstBatch(entry.status)).length;
     let exitCode = batchExitCode(failed);
     let stoppedBy: BatchOutcome['stoppedBy'] = 'finished';
     if (this.stopping === 'quota') {
       exitCode = EXIT.quota;
       stoppedBy = 'quota';
+    } else if (this.stopping === 'halt') {
+      exitCode = EXIT.halted;
+      stoppedBy = 'halt';
     } else if (this.stopping !== null) {
       exitCode = signalExitCode(this.stopping);
       stoppedBy = this.stopping;

@@ -18,7 +18,7 @@ import { drivenBy, liveLockHolder, takeDriverLock } from './lock.js';
 import { findDispatcherFor, isDispatcherFor, readResultHead, samePlace } from './units.js';
 
 /** The statuses after which a unit's dispatcher has nothing more to do: only these are cleaned. */
-export const SETTLED_STATUSES: readonly UnitStatus[] = ['done', 'failed', 'invalid'];
+export const SETTLED_STATUSES: readonly UnitStatus[] = ['done', 'failed', 'invalid', 'cancelled'];
 
 export interface CleanOptions {
   dryRun: boolean;

@@ -1,13 +1,14 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
-import { CliError, closeDebuggerDoor, endProcess, formatCliError, STOP_SIGNALS } from '@prun/kit/cli';
+import { CliError, closeDebuggerDoor, endProcess, formatCliError, packageVersion, STOP_SIGNALS } from '@prun/kit/cli';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting } from '@prun/monitor';
-import { parseArgv, renderHelp } from '@prun/kit/spec';
+import { parseArgv, renderHelp, unknownCommand } from '@prun/kit/spec';
 import { z } from 'zod';
 import { BatchRun, batchPaths, type BatchOutcome } from './batch.js';
 import { EXIT } from './errors.js';
-import { createBatch, openBatch } from './open.js';
+import { checkNewBatch, createBatch, openBatch } from './open.js';
+import { unitDoneHook } from './on-unit-done.js';
 import { throwawayClone } from './clone.js';
 import { TOOL_COMMANDS } from './commands.js';
 import { completionScript, type Shell } from './completion.js';
@@ -15,6 +16,8 @@ import { fullSpec, OWN_SPEC } from './spec.js';
 import { batchStatus, renderStatus, renderTable } from './status.js';
 import { panelWanted, type LivePanel } from './live/live-panel.js';
 import { removeSummary, writeSummary } from './live/watch.js';
+import { parseHalt, type HaltRule } from './halt.js';
+import { liveLockHolder } from './lock.js';
 
 const NAME = 'prun';
 
@@ -55,12 +58,11 @@ async function runHelp(words: string[]): Promise<number> {
     process.stdout.write(renderHelp(OWN_SPEC, [command]));
     return 0;
   }
-  throw new UsageError(`unknown command: ${command} (see prun --help)`);
+  throw unknownCommand(OWN_SPEC, command);
 }
 
 function version(): string {
-  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
-  return manifest.version;
+  return packageVersion(new URL('../package.json', import.meta.url));
 }
 
 const Positive = z.coerce.number().int().positive();
@@ -89,7 +91,25 @@ function parseBatchArgs(argv: string[]) {
   const modes = [positionals.length > 0, resume !== undefined, retryFailed !== undefined].filter(Boolean).length;
   if (modes !== 1) throw new UsageError('batch takes exactly one of PLAN, --resume DIR, or --retry-failed DIR');
   if (dir !== undefined && positionals.length === 0) throw new UsageError('--dir goes with a new plan; --resume and --retry-failed name their directory');
+  const dryRun = values['dry-run'] === true;
+  if (dryRun && positionals.length === 0) throw new UsageError('--dry-run goes with a new plan (prun batch PLAN --dry-run)');
+  const retries = values['retries'] === undefined ? 0 : NonNegative.safeParse(raw('retries'));
+  if (typeof retries !== 'number' && !retries.success) throw new UsageError(`--retries must be a non-negative whole number (got: ${raw('retries')})`);
+  let halt: HaltRule | null = null;
+  if (values['halt'] !== undefined) {
+    try {
+      halt = parseHalt(raw('halt')!);
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+  }
+  const onUnitDone = raw('on-unit-done');
+  if (onUnitDone !== undefined && onUnitDone.trim() === '') throw new UsageError('--on-unit-done must not be empty');
   return {
+    dryRun,
+    retries: typeof retries === 'number' ? retries : retries.data,
+    halt,
+    onUnitDone: onUnitDone ?? null,
     plan: positionals[0],
     dir,
     resume,
@@ -117,11 +137,13 @@ function renderOutcome(outcome: BatchOutcome): string {
     ]),
   );
   const counts = countStatuses(outcome);
-  return `${table}\nbatch ${outcome.dir}: ${Object.entries(counts).map(([k, v]) => `${k}=${v}`).join(' ')} exit=${outcome.exitCode}\n`;
+  // `cancelled=N` only when a unit was cancelled, so the line is as it always was otherwise.
+  const shown = Object.entries(counts).filter(([key, value]) => key !== 'cancelled' || value > 0);
+  return `${table}\nbatch ${outcome.dir}: ${shown.map(([k, v]) => `${k}=${v}`).join(' ')} exit=${outcome.exitCode}\n`;
 }
 
 function countStatuses(outcome: BatchOutcome): Record<string, number> {
-  const counts: Record<string, number> = { done: 0, failed: 0, invalid: 0, interrupted: 0, deferred: 0, queued: 0, running: 0 };
+  const counts: Record<string, number> = { done: 0, failed: 0, invalid: 0, interrupted: 0, deferred: 0, queued: 0, running: 0, cancelled: 0 };
   for (const unit of outcome.units) counts[unit.status] = (counts[unit.status] ?? 0) + 1;
   return counts;
 }
@@ -135,6 +157,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   // A long-lived driver: SIGUSR1 must not open an inspector on it.
   closeDebuggerDoor();
   const cwd = process.cwd();
+  if (args.dryRun) return runDryRun(args.plan!, args.dir, env, cwd, args.json);
   // Everything is checked, and the driver lock taken, before the first worker starts; the lock's
   // descriptor stays open for the life of this process.
   const opened =
@@ -146,7 +169,15 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   }
   // On a person's terminal the live panel (src/live) replaces the progress lines; messages go above it.
   let panel: LivePanel | null = null;
+  const say = (line: string): void => {
+    if (panel === null) process.stderr.write(`${NAME}: ${line}\n`);
+    else panel.message(`${NAME}: ${line}`);
+  };
+  const hook = args.onUnitDone === null ? null : unitDoneHook(args.onUnitDone, { env, cwd, batchDir: paths.dir, message: say });
   const run = new BatchRun(paths, opened.units, opened.ledger, {
+    retries: args.retries,
+    halt: args.halt,
+    ...(hook === null ? {} : { onSettled: hook.run }),
     jobs: args.jobs,
     quotaWait: args.quotaWait,
     quotaWaitMs: args.quotaWaitMs,
@@ -155,7 +186,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
     progress: (line) => {
       if (showProgress && panel === null) process.stderr.write(`${NAME}: ${line}\n`);
     },
-    message: (line) => (panel === null ? process.stderr.write(`${NAME}: ${line}\n`) : panel.message(`${NAME}: ${line}`)),
+    message: say,
   });
   run.reconcile(args.retryFailed !== undefined);
   // An earlier run's summary is not this run's: `prun wait` must not take it for this run's end.
@@ -175,6 +206,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   for (const signal of signals) process.on(signal, onSignal);
   try {
     const outcome = await run.run();
+    await hook?.drained();
     // The final table takes the panel's place.
     panel?.close();
     panel = null;
@@ -191,6 +223,28 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
     panel?.close();
     for (const signal of signals) process.off(signal, onSignal);
   }
+}
+
+async function runDryRun(plan: string, dir: string | undefined, env: NodeJS.ProcessEnv, cwd: string, json: boolean): Promise<number> {
+  const now = new Date();
+  // The very checks a real run makes before it creates anything; then only reading.
+  const { units, target } = checkNewBatch(plan, dir, env, cwd, now);
+  const { planSchedule, readSnapshotNow, renderDryRun } = await import('./dry-run.js');
+  const schedule = planSchedule(units, target, env, await readSnapshotNow(env, now.getTime()));
+  process.stdout.write(json ? `${JSON.stringify({ dry_run: true, ...schedule })}\n` : renderDryRun(schedule, plan));
+  return EXIT.ok;
+}
+
+async function runCancel(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const { positionals } = parseOwn('cancel', argv);
+  const [dir, ...ids] = positionals as [string, ...string[]];
+  const message = (line: string): void => {
+    process.stderr.write(`${NAME}: ${line}\n`);
+  };
+  const { cancelUnits, renderCancel } = await import('./cancel.js');
+  const reports = await cancelUnits(dir, ids, { env, cwd: process.cwd(), message });
+  process.stdout.write(renderCancel(reports, liveLockHolder(batchPaths(resolve(dir)).lock)));
+  return EXIT.ok;
 }
 
 async function runStatus(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -275,6 +329,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         process.exitCode = await (await import('./live/commands.js')).runLog(positionals[0]!, positionals[1]!, { follow: options.follow === true, raw: options.raw === true });
         return;
       }
+      case 'cancel':
+        process.exitCode = await runCancel(rest, env);
+        return;
       case 'clean': {
         const { options, positionals } = parseOwn('clean', rest);
         const flags = { dryRun: options['dry-run'] === true, snapshot: options['snapshot'] === true, clones: options['clones'] === true, json: options['json'] === true };
@@ -289,7 +346,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         process.exitCode = await runCompletion(rest);
         return;
       default:
-        throw new UsageError(`unknown command: ${command} (see prun --help)`);
+        // `prun --bogus` is an unknown option (kit's parser says so), `prun bogus` an unknown command.
+        if (command.startsWith('-')) parseArgv(OWN_SPEC, [command]);
+        throw unknownCommand(OWN_SPEC, command);
     }
   } catch (error) {
     const errno = (error as NodeJS.ErrnoException | undefined)?.code;

@@ -1,6 +1,6 @@
 // Everything prun knows about starting a dispatcher comes from the dispatcher package's own
 // exports (its command, argv, settings check and unit-id rule), used here in one place.
-import { statSync } from 'node:fs';
+import { isDirectory } from '@prun/kit/fs';
 import { checkDispatcherSettings, dispatcherArgv, dispatcherCommand, parseArgs, resultPathProblem, UsageError, type Mode } from '@prun/dispatcher-agy';
 import { locateAgy } from '@prun/model-resolve';
 
@@ -58,13 +58,7 @@ export function dispatcherRefusal(unit: PreflightUnit, cwd: string): string | nu
   const resultProblem = resultPathProblem(unit.resultFile);
   if (resultProblem !== null) return resultProblem;
   for (const dir of unit.addDirs) {
-    let isDir = false;
-    try {
-      isDir = statSync(dir).isDirectory();
-    } catch {
-      isDir = false;
-    }
-    if (!isDir) return `add_dirs entry is not an existing directory: ${dir}`;
+    if (!isDirectory(dir)) return `add_dirs entry is not an existing directory: ${dir}`;
   }
   return null;
 }

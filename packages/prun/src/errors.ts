@@ -12,7 +12,9 @@ export const EXIT = {
   busy: 101,
   /** The ledger is damaged (a bad line before the last, or missing or empty beside a batch's state). */
   ledger: 102,
-  /** `wait`: the batch is not finished and no prun drives it (its driver was killed). 103 is the controls' `halted`. */
+  /** `--halt` stopped the batch once its failure threshold was reached. */
+  halted: 103,
+  /** `wait`: the batch is not finished and no prun drives it (its driver was killed). */
   abandoned: 104,
 } as const;
 

@@ -18,6 +18,7 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
+import { isDirectory } from '@prun/kit/fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { batchPaths, queuedEntry, unitEnv, type BatchPaths } from './batch.js';
 import { dispatcherRefusal, type PreflightUnit } from './dispatcher.js';
@@ -50,13 +51,7 @@ function preflightUnits(units: ResolvedUnit[], env: NodeJS.ProcessEnv, paths: Ba
   for (const unit of units) {
     // A clone made on an earlier run is reused; only a clone still to make needs its source.
     if (unit.clone !== null && !existsSync(paths.clone(unit.id))) {
-      let isDir = false;
-      try {
-        isDir = statSync(unit.clone).isDirectory();
-      } catch {
-        isDir = false;
-      }
-      if (!isDir) throw new BatchError(`unit ${unit.id}: clone source is not a directory: ${unit.clone}`, EXIT.usage);
+      if (!isDirectory(unit.clone)) throw new BatchError(`unit ${unit.id}: clone source is not a directory: ${unit.clone}`, EXIT.usage);
     }
     const check: PreflightUnit = {
       id: unit.id,
@@ -208,6 +203,7 @@ function buildAndPlace(target: string, units: ResolvedUnit[]): { lockFd: number 
         ...(unit.clone ? { clone: unit.clone } : {}),
         ...(unit.model ? { model: unit.model } : {}),
         ...(unit.dependsOn.length > 0 ? { depends_on: unit.dependsOn } : {}),
+        ...(unit.timeoutSeconds !== null ? { timeout: unit.timeoutSeconds } : {}),
       })),
     };
     for (const unit of units) writeFileSync(paths.prompt(unit.id), unit.prompt, { flag: 'wx' });
@@ -237,19 +233,35 @@ function buildAndPlace(target: string, units: ResolvedUnit[]): { lockFd: number 
 }
 
 /**
+ * Everything a new batch checks before it creates anything (the plan, its prompts, ids and
+ * dependencies, the dispatcher's settings for every unit, the directory), creating nothing:
+ * `createBatch` runs it first, and `prun batch --dry-run` runs only it. Returns the resolved
+ * units and the directory the batch would get (the default name as of `now`).
+ */
+export function checkNewBatch(
+  planPath: string,
+  dir: string | undefined,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  now: Date,
+): { units: ResolvedUnit[]; target: string } {
+  // An empty --dir would resolve to the working directory itself: refused, never guessed.
+  if (dir !== undefined && dir.trim() === '') throw new BatchError('--dir must not be empty', EXIT.usage);
+  const { units } = loadPlan(resolve(cwd, planPath));
+  const target = dir === undefined ? join(cwd, defaultBatchDirName(now, 1)) : resolve(cwd, dir);
+  checkNewDir(target, dir === undefined);
+  preflightUnits(units, env, batchPaths(target));
+  return { units, target };
+}
+
+/**
  * A new batch from a plan: plan, prompts, dispatcher settings and ids, and the directory all
  * checked before anything is created; then laid out atomically under the driver lock.
  * `dir` undefined picks the default name in `cwd`, unique even for batches started together.
  */
 export async function createBatch(planPath: string, dir: string | undefined, env: NodeJS.ProcessEnv, cwd: string): Promise<OpenBatch> {
-  // An empty --dir would resolve to the working directory itself: refused, never guessed.
-  if (dir !== undefined && dir.trim() === '') throw new BatchError('--dir must not be empty', EXIT.usage);
-  const planAbsolute = resolve(cwd, planPath);
-  const { units } = loadPlan(planAbsolute);
   const now = new Date();
-  const firstTarget = dir === undefined ? join(cwd, defaultBatchDirName(now, 1)) : resolve(cwd, dir);
-  checkNewDir(firstTarget, dir === undefined);
-  preflightUnits(units, env, batchPaths(firstTarget));
+  const { units, target: firstTarget } = checkNewBatch(planPath, dir, env, cwd, now);
   let made: string[] = [];
   try {
     made = makeParents(dirname(firstTarget));
@@ -341,7 +353,7 @@ const realPath = (path: string): string | null => {
  * last, or a missing or empty ledger beside results or logs, stops here with exit 102 and
  * nothing changed), the dispatcher's checks passed; then a torn last line is set aside.
  */
-export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string): Promise<OpenBatch> {
+export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string, options: { preflight?: boolean } = {}): Promise<OpenBatch> {
   if (dir.trim() === '') throw new BatchError('the batch directory must not be empty', EXIT.usage);
   const paths = batchPaths(resolve(cwd, dir));
   let stat;
@@ -399,8 +411,10 @@ export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string
         EXIT.usage,
       );
     }
-    const pending = units.filter((unit) => ledger.latest.get(unit.id)?.status !== 'done');
-    preflightUnits(pending, env, paths);
+    // `prun cancel` starts nothing, so the dispatcher's checks are not its business.
+    const settled = new Set(['done', 'cancelled']);
+    const pending = units.filter((unit) => !settled.has(ledger.latest.get(unit.id)?.status ?? ''));
+    if (options.preflight !== false) preflightUnits(pending, env, paths);
     const tornSetAside = repairLedgerTail(paths.ledger, ledger);
     return { paths, units, ledger, lockFd, tornSetAside };
   } catch (error) {

@@ -16,12 +16,19 @@ export interface DispatchEnd {
   stopSignal: string | null;
   /** The last line of the dispatcher's stderr, for the note when it left no result. */
   stderrLast: string | null;
+  /** `prun cancel` asked to stop this unit (the ledger's `stop_reason` was `cancel`). */
+  cancelled?: boolean;
+  /** Automatic retries (`--retries`) this unit has left; a failed or invalid end with some left is retried. */
+  retriesLeft?: number;
 }
 
 export type UnitOutcome =
   | { status: 'done' }
-  | { status: 'invalid'; note: string }
-  | { status: 'failed'; note: string }
+  /** `retry` (present only when true): run it again now as a follow-up turn (`--retries` left). */
+  | { status: 'invalid'; note: string; retry?: true }
+  | { status: 'failed'; note: string; retry?: true }
+  /** Stopped by `prun cancel` before it was done; the note says how it ended. */
+  | { status: 'cancelled'; note: string }
   /**
    * A temporary refusal (exit 75): `quota` (the note is the block text, which may name the
    * reset) or `busy` (the dispatcher found an earlier worker still holding the unit's working
@@ -49,12 +56,29 @@ export function contractProblem(unitId: string, result: ResultRead): string | nu
   return missing.length === 0 ? null : `it lacks ${missing.join(', ')}`;
 }
 
+/** What a dispatch's end means before the controls (cancel, retries) are applied. */
+type EndOutcome =
+  | { status: 'done' }
+  | { status: 'invalid' | 'failed' | 'interrupted' | 'queued'; note: string }
+  | { status: 'deferred'; note: string; refusal: 'quota' | 'busy' };
+
 /**
  * A unit's outcome from its dispatcher's end: the one decision the live path (a child's exit) and
  * the restart path (a dispatcher that ended while no batch watched, exit code unknown) share.
  * Pure: the caller reads the result file and the log, and records what this returns.
+ * A unit `prun cancel` stopped is `cancelled` however it ended, unless it was done first; a
+ * failed or invalid unit with automatic retries left is marked for a retry.
  */
 export function unitOutcome(end: DispatchEnd): UnitOutcome {
+  const outcome = endOutcome(end);
+  if (end.cancelled === true && outcome.status !== 'done') {
+    return { status: 'cancelled', note: `cancelled by prun cancel${outcome.status === 'queued' ? '' : `: ${outcome.note}`}` };
+  }
+  if ((outcome.status === 'failed' || outcome.status === 'invalid') && (end.retriesLeft ?? 0) > 0) return { ...outcome, status: outcome.status, retry: true };
+  return outcome as UnitOutcome;
+}
+
+function endOutcome(end: DispatchEnd): EndOutcome {
   const { exitCode, result, stopSignal } = end;
   const quotaExit = exitCode === QUOTA_EXHAUSTED_EXIT;
   if (result === null) {
@@ -90,4 +114,9 @@ export function unitOutcome(end: DispatchEnd): UnitOutcome {
 
 /** Statuses that count in the exit code like failures, and block their dependents. */
 export const FAILED_STATUSES = ['failed', 'invalid'] as const;
+/** Failed or invalid: what `--retry-failed` and `--retries` run again. */
 export const isFailedStatus = (status: string | undefined): boolean => status === 'failed' || status === 'invalid';
+/** A unit its dependents can never follow: failed, invalid, or cancelled. */
+export const blocksDependents = (status: string | undefined): boolean => isFailedStatus(status) || status === 'cancelled';
+/** Units a finished batch counts in its exit code: every unit that is not done for good. */
+export const countsAgainstBatch = blocksDependents;

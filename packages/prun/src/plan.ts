@@ -1,6 +1,6 @@
 import { CliError } from '@prun/kit/cli';
 import { dirname, extname, isAbsolute, resolve } from 'node:path';
-import { unitIdProblem } from '@prun/dispatcher-agy';
+import { parsePositiveSeconds, unitIdProblem } from '@prun/dispatcher-agy';
 import { readHead } from '@prun/kit/fs';
 import { isValidUnitId } from '@prun/unit-state';
 import { parse as parseYaml } from 'yaml';
@@ -53,6 +53,14 @@ const UnitSchema = z
     clone: nonBlank.optional(),
     model: nonBlank.optional(),
     depends_on: z.array(z.string()).optional(),
+    /**
+     * Seconds: the unit's own deadline, passed to its dispatcher as its timeout setting
+     * (checked by the dispatcher's own rule, a positive whole number).
+     */
+    timeout: z
+      .number()
+      .refine((value) => Number.isInteger(value) && parsePositiveSeconds(String(value)) !== null, 'must be a positive whole number of seconds')
+      .optional(),
   })
   .strict()
   .superRefine((unit, ctx) => {
@@ -84,6 +92,8 @@ export interface ResolvedUnit {
   clone: string | null;
   model: string | null;
   dependsOn: string[];
+  /** The plan's `timeout` (seconds), or null: the dispatcher's own default. */
+  timeoutSeconds: number | null;
 }
 
 /** A bad plan: a usage error (exit 2) naming the field. */
@@ -177,6 +187,7 @@ export function loadPlan(planPath: string): { plan: Plan; units: ResolvedUnit[] 
       clone: unit.clone === undefined ? null : resolve(base, unit.clone),
       model: unit.model ?? null,
       dependsOn: unit.depends_on ?? [],
+      timeoutSeconds: unit.timeout ?? null,
     };
   });
   return { plan, units };

@@ -1,6 +1,6 @@
 import { earliestBlockReset } from '@prun/quota';
 import type { UnitStatus } from './ledger.js';
-import { isFailedStatus } from './outcome.js';
+import { blocksDependents } from './outcome.js';
 
 export interface ScheduleUnit {
   id: string;
@@ -21,7 +21,7 @@ export interface ScheduleView {
 }
 
 export interface ScheduleDecision {
-  /** Pending units that can never run because a dependency failed or is invalid: [unit, that dependency]. */
+  /** Pending units that can never run because a dependency failed, is invalid or was cancelled: [unit, that dependency]. */
   failForDependency: Array<[string, string]>;
   /** Units to dispatch now, in plan order, at most the free job slots. */
   start: string[];
@@ -47,7 +47,7 @@ export function decide(view: ScheduleView): ScheduleDecision {
   for (const unit of view.units) {
     const status = view.status.get(unit.id);
     if (!isPending(status)) continue;
-    const failedDep = unit.dependsOn.find((dep) => isFailedStatus(view.status.get(dep)));
+    const failedDep = unit.dependsOn.find((dep) => blocksDependents(view.status.get(dep)));
     if (failedDep !== undefined) {
       failForDependency.push([unit.id, failedDep]);
       continue;
@@ -84,4 +84,28 @@ export function batchExitCode(failed: number): number {
 export function quotaRetryTime(blockText: string, now: number): number | null {
   const earliest = earliestBlockReset(blockText);
   return earliest === null ? null : Math.max(earliest, now);
+}
+
+/**
+ * The plan's units in waves by dependency: wave 1 depends on nothing, and each other unit is one
+ * wave after its latest dependency. Units keep plan order within a wave. The plan is acyclic
+ * (checked when it was loaded).
+ */
+export function dependencyWaves(units: readonly ScheduleUnit[]): string[][] {
+  const byId = new Map(units.map((unit) => [unit.id, unit]));
+  const wave = new Map<string, number>();
+  const waveOf = (id: string): number => {
+    const known = wave.get(id);
+    if (known !== undefined) return known;
+    const deps = byId.get(id)?.dependsOn ?? [];
+    const value = 1 + Math.max(0, ...deps.map(waveOf));
+    wave.set(id, value);
+    return value;
+  };
+  const waves: string[][] = [];
+  for (const unit of units) {
+    const index = waveOf(unit.id) - 1;
+    (waves[index] ??= []).push(unit.id);
+  }
+  return waves;
 }

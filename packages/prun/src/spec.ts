@@ -10,7 +10,13 @@ const OWN_COMMANDS: readonly CommandSpec[] = [
   {
     name: 'batch',
     summary: 'run a whole fan-out from a JSON or YAML plan, with a ledger; resumable',
-    usage: ['PLAN [--dir DIR] [--jobs N] [--json] [--no-quota-wait] [--quota-wait S]', '--resume DIR [--jobs N] [--json]', '--retry-failed DIR [--jobs N] [--json]'],
+    usage: [
+      'PLAN [--dir DIR] [--jobs N] [--json] [--no-quota-wait] [--quota-wait S] [CONTROLS]',
+      'PLAN --dry-run [--dir DIR] [--json]',
+      '--resume DIR [--jobs N] [--json] [CONTROLS]',
+      '--retry-failed DIR [--jobs N] [--json] [CONTROLS]',
+    ],
+    description: 'CONTROLS: [--retries N] [--halt now|soon,fail=N|P%] [--on-unit-done CMD].',
     options: [
       { long: '--dir', value: { name: 'DIR', kind: 'dir' }, help: 'the new batch directory (default: ./prun-batch-<stamp>)' },
       { long: '--jobs', value: { name: 'N', kind: 'int' }, help: 'units running at once (default: the number of CPUs)' },
@@ -19,8 +25,23 @@ const OWN_COMMANDS: readonly CommandSpec[] = [
       { long: '--quota-wait', value: { name: 'S', kind: 'seconds' }, help: 'how long to wait for quota before trying again', default: '300' },
       { long: '--resume', value: { name: 'DIR', kind: 'dir' }, help: 'continue a batch after a crash or kill' },
       { long: '--retry-failed', value: { name: 'DIR', kind: 'dir' }, help: 'run the failed units of a batch again, as follow-up turns' },
+      { long: '--dry-run', help: 'check everything and print the schedule (waves, mode, workspace, model, quota); start and create nothing' },
+      { long: '--retries', value: { name: 'N', kind: 'int' }, help: 'run a failed or invalid unit again up to N times, as follow-up turns', default: '0' },
+      { long: '--halt', value: { name: 'RULE', kind: 'string' }, help: 'now,fail=N: stop every running unit once N units failed; soon,fail=N: start no more (N or P%)' },
+      { long: '--on-unit-done', value: { name: 'CMD', kind: 'command' }, help: 'run CMD (sh -c) after each unit settles, with PRUN_UNIT_ID, PRUN_UNIT_STATUS, PRUN_UNIT_RESULT, PRUN_UNIT_STATE_DIR set' },
     ],
     positionals: [{ name: 'PLAN', kind: 'file', arity: 'optional' }],
+  },
+  {
+    name: 'cancel',
+    summary: 'stop units of a batch, running or queued, whether its driver is alive or not',
+    usage: ['DIR UNIT...'],
+    description:
+      'A running unit is stopped through its dispatcher (SIGTERM; its FALLBACK names the cancel), a queued one withdrawn; both are recorded cancelled, their dependents fail, and --resume never runs them.',
+    positionals: [
+      { name: 'DIR', kind: 'dir' },
+      { name: 'UNIT', kind: 'string', arity: 'many', min: 1 },
+    ],
   },
   {
     name: 'status',
@@ -103,17 +124,18 @@ export const OWN_SPEC: BinSpec = {
   commands: OWN_COMMANDS,
   epilog: "The other commands exit exactly as their bins do: see prun <command> --help.",
   exitCodes: [
-    { code: EXIT.ok, meaning: '`batch`, `wait`: every unit done; `status`, `log`, `clean`, `clone`, `completion`: success' },
-    { code: '1-100', meaning: '`batch`, `wait`: the number of failed and invalid units, capped at 100; `clone`: git failed (1); `clean`: something could not be archived or removed and was kept (1)' },
+    { code: EXIT.ok, meaning: '`batch`, `wait`: every unit done (`--dry-run`: the plan passed every check); `cancel`: the named units are cancelled or had already settled; `status`, `log`, `clean`, `clone`, `completion`: success' },
+    { code: '1-100', meaning: '`batch`, `wait`: the number of failed, invalid and cancelled units, capped at 100; `clone`: git failed (1); `clean`: something could not be archived or removed and was kept (1)' },
     {
       code: EXIT.usage,
       meaning:
-        'usage error, a bad plan or setting (the message names the field, setting or path), a directory that cannot be used or is not a batch; nothing was created or run',
+        'usage error, a bad plan or setting (the message names the field, setting or path), a directory that cannot be used or is not a batch, `cancel` of a unit the batch does not have; nothing was created, run or changed',
     },
     { code: EXIT.internal, meaning: 'internal error' },
     { code: EXIT.quota, meaning: '`batch` stopped on a quota refusal under `--no-quota-wait`; resume it later' },
     { code: EXIT.busy, meaning: '`batch`, `clean`: another prun process is driving this batch directory (its pid is named)' },
-    { code: EXIT.ledger, meaning: '`batch`, `clean`: the ledger is damaged (a bad line before the last, or missing or empty beside results or logs); nothing was changed' },
+    { code: EXIT.ledger, meaning: '`batch`, `cancel`, `clean`: the ledger is damaged (a bad line before the last, or missing or empty beside results or logs); nothing was changed' },
+    { code: EXIT.halted, meaning: '`batch` halted by `--halt` once its failure threshold was reached; units not started stay queued (`prun batch --resume DIR` continues)' },
     { code: EXIT.abandoned, meaning: '`wait`: the batch is not finished and no prun drives it (its driver was killed or crashed); `prun batch --resume DIR` finishes it' },
     {
       code: '128+n',

@@ -61,7 +61,7 @@ for (const shell of ['bash', 'zsh', 'fish']) {
       expect(at('prun dispatch --')).toEqual(expect.arrayContaining(['--prompt-file', '--unit-id', '--mode', '--add-dir', '--version']));
       expect(at('prun quota route --')).toEqual(expect.arrayContaining(['--model', '--json']));
       expect(at('prun quota route --')).not.toContain('--force');
-      expect(at('prun batch --re').sort()).toEqual(['--resume', '--retry-failed']);
+      expect(at('prun batch --re').sort()).toEqual(['--resume', '--retries', '--retry-failed']);
       expect(at('prun job peek -')).toEqual(expect.arrayContaining(['-n', '-f', '--follow']));
     });
 

@@ -58,7 +58,7 @@ describe('--help is the declaration rendered, for the bin and every subcommand',
     }
   }
   it("prun's own commands print their declared help, and prun help CMD the same", async () => {
-    for (const command of ['batch', 'status', 'clone', 'completion', 'help']) {
+    for (const command of ['batch', 'cancel', 'status', 'clone', 'completion', 'help']) {
       const expected = renderHelp(OWN_SPEC, [command]);
       for (const argv of [[command, '--help'], [command, '-h'], ['help', command]]) {
         const result = spawnSync(process.execPath, [join(repoRoot, 'packages/prun/bin/prun.js'), ...argv], { encoding: 'utf8' });

@@ -129,3 +129,11 @@ export async function waitFor(check: () => boolean, what: string, timeoutMs = 20
 export function openGate(box: Sandbox, name: string): void {
   writeFileSync(join(box.logDir, `gate-${name}`), '');
 }
+
+/**
+ * A plan unit steered by the fixture: `UNIT-ID:<id>` in its prompt, fixture markers after it,
+ * and a model outside both quota groups (never gated) unless `extra` names one.
+ */
+export function planUnit(id: string, markers = '', extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id, prompt: `UNIT-ID:${id} do the work ${markers}`, model: 'fake-model-x', ...extra };
+}

@@ -36,8 +36,8 @@ describe('plan validation', () => {
       );
       const { units } = loadPlan(join(dir, 'plan.yaml'));
       expect(units).toEqual([
-        { id: 'a', prompt: 'inline', mode: null, addDirs: [], clone: join(dir, 'repo'), model: null, dependsOn: [] },
-        { id: 'b', prompt: 'prompt from a file\n', mode: 'plan', addDirs: [join(dir, 'docs')], clone: null, model: null, dependsOn: ['a'] },
+        { id: 'a', prompt: 'inline', mode: null, addDirs: [], clone: join(dir, 'repo'), model: null, dependsOn: [], timeoutSeconds: null },
+        { id: 'b', prompt: 'prompt from a file\n', mode: 'plan', addDirs: [join(dir, 'docs')], clone: null, model: null, dependsOn: ['a'], timeoutSeconds: null },
       ]);
       writeFileSync(join(dir, 'bad.md'), Buffer.from([0xff, 0xfe, 0x00]));
       writeFileSync(join(dir, 'bad.json'), plan([{ id: 'c', prompt_file: 'bad.md' }]));

@@ -75,10 +75,10 @@ describe('prun wait', () => {
       } catch {
         return false;
       }
-    }, 'the orphaned dispatcher to publish');
+    }, 'the orphaned dispatcher to publish', 60_000);
     expect((await prun(['batch', '--resume', dir], { env: b.env, cwd: b.root })).exitCode).toBe(0);
     expect((await prun(['wait', dir], { env: b.env, cwd: b.root })).exitCode).toBe(0);
-  }, 90_000);
+  }, 150_000);
 
   it('refuses what is not a batch directory with exit 2', async () => {
     box = sandbox();

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { CliError, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, commandMain, packageVersion } from '@prun/kit/cli';
-import { ArgvError, parseArgv as parseBySpec, renderHelp } from '@prun/kit/spec';
+import { EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, commandMain, packageVersion } from '@prun/kit/cli';
+import { parseArgv as parseBySpec, renderHelp, usageMistake } from '@prun/kit/spec';
 import { z } from 'zod';
 import { type Env } from './location.js';
 import { routeForDispatch } from './load.js';
@@ -15,13 +15,6 @@ const BIN = SPEC.name;
 
 const EXIT = { ok: EXIT_OK, refreshFailed: 1, usage: EXIT_USAGE, internal: EXIT_INTERNAL, blocked: QUOTA_EXHAUSTED_EXIT } as const;
 
-/** A usage mistake in the command at `path` (exit 2); the message points at that command's help. */
-class UsageError extends CliError {
-  constructor(message: string, path: readonly string[] = []) {
-    super(`${message} (see ${[BIN, ...path].join(' ')} --help)`, { exitCode: EXIT.usage });
-  }
-}
-
 const OptionsSchema = z.discriminatedUnion('command', [
   z.object({ command: z.literal('readout'), json: z.boolean(), backgroundRefresh: z.boolean() }),
   z.object({ command: z.literal('refresh'), json: z.boolean(), force: z.boolean() }),
@@ -32,12 +25,8 @@ const OptionsSchema = z.discriminatedUnion('command', [
 type Options = z.infer<typeof OptionsSchema>;
 
 export function parseArgv(argv: readonly string[]): Options {
-  let parsed;
-  try {
-    parsed = parseBySpec(SPEC, argv);
-  } catch (error) {
-    throw error instanceof ArgvError ? new UsageError(error.message, error.path) : error;
-  }
+  // A mistake is kit's ArgvError (exit 2), worded and pointing at the command's help as in every bin.
+  const parsed = parseBySpec(SPEC, argv);
   if (parsed.kind === 'help') return { command: 'help', path: parsed.path };
   if (parsed.kind === 'version') return { command: 'version' };
   const { options } = parsed;
@@ -47,7 +36,7 @@ export function parseArgv(argv: readonly string[]): Options {
   if (command === 'route') {
     const given = options['model'] as string | undefined;
     const model = given === undefined ? undefined : pyStrip(given);
-    if (model === '') throw new UsageError('--model needs a non-blank model name', ['route']);
+    if (model === '') throw usageMistake(SPEC, '--model needs a non-blank model name', ['route']);
     return OptionsSchema.parse({ command, json, ...(model === undefined ? {} : { model }) });
   }
   return OptionsSchema.parse({ command: 'readout', json, backgroundRefresh: options['no-refresh'] !== true });

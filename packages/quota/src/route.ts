@@ -1,10 +1,11 @@
+import { EXIT_TEMPFAIL } from '@prun/kit/cli';
 import type { Env } from './location.js';
 import { DEFAULT_MODEL, SECOND_MODEL, modelPool, pyStrip, type Pool } from './models.js';
 import { formatPercent } from './percent.js';
 import { REQUIRED_WINDOWS, type PoolState, type PoolStates } from './states.js';
 
-/** The exit code of a dispatch the quota gate refuses (EX_TEMPFAIL). */
-export const QUOTA_EXHAUSTED_EXIT = 75;
+/** The exit code of a dispatch the quota gate refuses: every bin's temporary refusal (kit's). */
+export const QUOTA_EXHAUSTED_EXIT = EXIT_TEMPFAIL;
 /** A healthy unpinned unit moves only when the other group leads by this much. */
 export const BALANCE_MARGIN = 0.15;
 /** Lets 15-point leads such as 0.20→0.35 count despite binary floating point. */

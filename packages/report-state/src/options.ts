@@ -30,9 +30,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   try {
     parsed = parseArgv(SPEC, argv);
   } catch (error) {
+    // kit's wording, the same as every bin's: it already points at `prun-report-state --help`.
     if (!(error instanceof ArgvError)) throw error;
-    const hint = /^(unknown option|unexpected argument)/.test(error.message) ? ' (see --help)' : '';
-    return { kind: 'usage-error', message: `${error.message}${hint}` };
+    return { kind: 'usage-error', message: error.message };
   }
   if (parsed.kind !== 'run') return { kind: parsed.kind };
   const { options } = parsed;

@@ -1,5 +1,5 @@
 import type { ResultOutcome, ResultPathState, ResultValue, UnitError } from './classify.js';
-import { compareCodePoints } from './names.js';
+import { compareCodePoints, hasSurrogate } from './names.js';
 
 export const SCHEMA_VERSION = 1;
 
@@ -64,9 +64,9 @@ export interface Summary {
 }
 
 function countFirstSeen(values: readonly string[]): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
-  return counts;
+  const counts = new Map<string, number>();
+  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
+  return Object.fromEntries(counts);
 }
 
 /**
@@ -110,7 +110,11 @@ export interface DisplayOptions {
 /** The listed units: a display filter (unknown tail counts as 0), then the chosen order. */
 export function selectShown(records: readonly UnitRecord[], { minTailBytes, sort }: DisplayOptions): UnitRecord[] {
   const shown = records.filter((r) => (r.tail_bytes ?? 0) >= minTailBytes);
-  const byPath = (a: UnitRecord, b: UnitRecord): number => compareCodePoints(a.unit, b.unit);
+  // Without a surrogate anywhere, UTF-16 order (the native comparison) is code point order.
+  const plain = !shown.some((r) => hasSurrogate(r.unit));
+  const byPath = plain
+    ? (a: UnitRecord, b: UnitRecord): number => (a.unit < b.unit ? -1 : a.unit > b.unit ? 1 : 0)
+    : (a: UnitRecord, b: UnitRecord): number => compareCodePoints(a.unit, b.unit);
   if (sort === 'path') return shown.sort(byPath);
   return shown.sort((a, b) => (b.tail_bytes ?? 0) - (a.tail_bytes ?? 0) || byPath(a, b));
 }

@@ -1,9 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EntryRead } from '@prun/unit-state';
+import { pyJsonDumps } from '@prun/kit/py';
 import {
   LEGAL_RESULT_PAIRS,
   SAFETY_SENTENCE,
+  SCHEMA_VERSION,
   buildRecord,
   buildReport,
   buildSummary,
@@ -332,7 +334,7 @@ describe('options', () => {
   });
 
   it.each([
-    [['--bogus'], 'unknown option: --bogus (see --help)'],
+    [['--bogus'], 'unknown option: --bogus (see prun-report-state --help)'],
     [['--json=1'], '--json takes no value'],
     [['stray'], "unexpected argument 'stray'"],
     [['--sort', 'bad'], "--sort must be path or tail-bytes-desc, not 'bad'"],
@@ -345,5 +347,34 @@ describe('options', () => {
     const parsed = parseArgs(argv);
     expect(parsed.kind).toBe('usage-error');
     if (parsed.kind === 'usage-error') expect(parsed.message).toContain(message);
+  });
+});
+
+describe('JSON rendering', () => {
+  it('writes exactly what pyJsonDumps (json.dumps indent=2, ensure_ascii) writes for the same document', () => {
+    const odd = ['plain', 'caf\u00e9', 'tab\tnl\nquote"back\\', 'del\u007f', 'ls\u2028ps\u2029', 'lone\udc80', 'pair\ud83d\ude00', 'ctl\u0001\u001f'];
+    const records = odd.map((name, i) =>
+      buildRecord({
+        unit: `/r/prun-task-${name}`,
+        outcome: { pathState: 'resolved', result: i % 2 ? 'present' : 'missing', target: `/out/${name}.md`, error: i === 3 ? { stage: 'result-target', error: 'PermissionError' } : null },
+        tail: { bytes: i === 2 ? null : i * 1000, error: null },
+      }),
+    );
+    for (const withSummary of [false, true]) {
+      const report = buildReport({ roots: ['/r', '/r\u00e9'], discoveryErrors: [{ stage: 'root', root: '/r\u00e9', error: 'FileNotFoundError' }], records, display: { minTailBytes: 0, sort: 'path' }, withSummary, includeLegacyPid: false });
+      const expected: Record<string, unknown> = {
+        schema_version: SCHEMA_VERSION,
+        roots: report.roots,
+        unit_count: report.records.length,
+        discovery_errors: report.discoveryErrors,
+        units: report.shown,
+        safety: SAFETY_SENTENCE,
+      };
+      if (report.summary) expected.summary = report.summary;
+      expect(renderJson(report)).toBe(`${pyJsonDumps(expected, { indent: 2 })}\n`);
+    }
+    const empty = buildReport({ roots: [], discoveryErrors: [], records: [], display: { minTailBytes: 0, sort: 'path' }, withSummary: true, includeLegacyPid: false });
+    expect(renderJson(empty)).toContain('"units": [],');
+    expect(renderJson(empty)).toContain('"by_result": {},');
   });
 });

@@ -26,12 +26,34 @@ const SLOT_COUNT = 4;
 /** Below this many bytes a worker thread (about 30 ms and 10 MiB to start) does not pay off. */
 export const THREAD_THRESHOLD_BYTES = 32 * 1024 * 1024;
 
+const PAGE_BYTES = 4096;
+// Where a large allocation starts past a page boundary: glibc serves it from mmap behind a
+// 16-byte chunk header, so a fresh buffer begins 16 bytes into a page.
+const ALLOCATION_HEADER_BYTES = 16;
+
+/**
+ * `count` slots of `slotBytes` in one block of `memory` (an ArrayBuffer or SharedArrayBuffer made
+ * by `make`), each starting on a page boundary. The kernel copies page-cache pages into a read
+ * buffer, or out of a write buffer, about three times slower when that buffer starts 16 bytes into
+ * a page, where a plain allocation starts (measured on this project's x86-64 machines: 1 GiB in
+ * 1 MiB reads, 0.50 s of system time against 0.15 s page-aligned; writes alike). The block's own
+ * address is not visible to JavaScript, so the slots start one page less the allocation header in;
+ * should an allocator return page-aligned blocks instead, they start 16 bytes before a boundary,
+ * which measures as fast as aligned.
+ */
+export function pageAlignedSlots<T extends ArrayBufferLike>(make: (bytes: number) => T, slotBytes: number, count: number): { memory: T; slots: Buffer[] } {
+  const lead = PAGE_BYTES - ALLOCATION_HEADER_BYTES;
+  const memory = make(lead + slotBytes * count);
+  const slots = Array.from({ length: count }, (_, index) => Buffer.from(memory, lead + index * slotBytes, slotBytes));
+  return { memory, slots };
+}
+
 class InlineHasher implements ChunkHasher {
   readonly slots: readonly Buffer[];
   private hash: Hash = createHash('sha256');
 
   constructor(slotBytes: number, count: number) {
-    this.slots = Array.from({ length: count }, () => Buffer.allocUnsafe(slotBytes));
+    this.slots = pageAlignedSlots((bytes) => new ArrayBuffer(bytes), slotBytes, count).slots;
   }
 
   update(chunk: Buffer): Promise<void> {
@@ -82,8 +104,7 @@ class ThreadHasher implements ChunkHasher {
   private failure: unknown = null;
 
   constructor(slotBytes: number, count: number) {
-    this.memory = new SharedArrayBuffer(slotBytes * count);
-    this.slots = Array.from({ length: count }, (_, index) => Buffer.from(this.memory, index * slotBytes, slotBytes));
+    ({ memory: this.memory, slots: this.slots } = pageAlignedSlots((bytes) => new SharedArrayBuffer(bytes), slotBytes, count));
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
       workerData: this.memory,

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { rmSync, statSync, unlinkSync } from 'node:fs';
+import { rmSync, unlinkSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import { DestinationExistsError, atomicTempPath, linkNoReplace, removeStaleTemps } from '@prun/kit/fs';
+import { DestinationExistsError, atomicTempPath, isDirectory, linkNoReplace, removeStaleTemps } from '@prun/kit/fs';
 import { pyExceptionName } from '@prun/kit/py';
 import { STATE_FILES } from '@prun/unit-state';
 import { buildManifest, validateArchive, writeArchive, type Manifest } from './archive.js';
@@ -81,13 +81,7 @@ export function removeLiveTemporaryFiles(): void {
 /** `abspath(--unit)`, which must be a directory (a symlink to one is fine), else exit 2. */
 export function resolveUnitDir(unit: string, cwd: string): string {
   const dir = resolve(cwd, unit);
-  let isDir = false;
-  try {
-    isDir = statSync(dir).isDirectory();
-  } catch {
-    isDir = false;
-  }
-  if (!isDir) throw new SnapshotError(EXIT.usage, `${dir} is not a directory`);
+  if (!isDirectory(dir)) throw new SnapshotError(EXIT.usage, `${dir} is not a directory`);
   return dir;
 }
 

@@ -14,8 +14,9 @@ export const BATCH_FILES = { plan: 'plan.json', ledger: 'ledger.jsonl' } as cons
  * A unit's states. `interrupted`: stopped by a signal the batch passed on (SIGINT, SIGTERM,
  * SIGHUP); `--resume` runs it again. `invalid`: its dispatcher published a result that does not
  * follow the return contract; it counts as a failure and `--retry-failed` asks for a restatement.
+ * `cancelled`: stopped or withdrawn by `prun cancel`; never run again, its dependents fail.
  */
-export const UNIT_STATUSES = ['queued', 'running', 'done', 'failed', 'deferred', 'interrupted', 'invalid'] as const;
+export const UNIT_STATUSES = ['queued', 'running', 'done', 'failed', 'deferred', 'interrupted', 'invalid', 'cancelled'] as const;
 export type UnitStatus = (typeof UNIT_STATUSES)[number];
 
 /** One line of `ledger.jsonl`: the state of one unit at one moment. The schema is documented in prun's README. */
@@ -44,6 +45,10 @@ export const LedgerEntrySchema = z.object({
   dispatcher_start: z.string().optional(),
   /** While `running`: the signal the batch passed on to the dispatcher to stop it. */
   stop_signal: z.string().optional(),
+  /** While `running`, with `stop_signal`: why the batch stopped it, when not for a signal it got itself. */
+  stop_reason: z.enum(['cancel', 'halt']).optional(),
+  /** Which automatic retry (`--retries`) this attempt is: 1 for the first retry. */
+  retry: z.number().int().positive().optional(),
   /** The dispatcher's `quota-note` lines (MODEL-BALANCE, MODEL-FALLBACK, MODEL-RESOLVE), when it wrote one. */
   model_notes: z.array(z.string()).optional(),
   /** Whether quota routing fell back to another group's model (a quota MODEL-FALLBACK). */

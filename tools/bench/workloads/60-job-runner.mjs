@@ -50,10 +50,13 @@ export async function run(ctx) {
     const job = (args) => promisify(execFile)(process.execPath, [bin, ...args], { cwd: pi.cwd, env, encoding: 'utf8' });
     let serial = 0;
 
-    ctx.report([
-      { label: 'pi --mode rpc, one echo prompt (floor)', ms: await ctx.measure(() => piDirect(env, pi.cwd), { runs: 3 }) },
-      { label: 'prun-job run (foreground, echo)', ms: await ctx.measure(() => job(['run', '--name', `fg-${(serial += 1)}`, 'bench echo']), { runs: 3 }) },
-    ]);
+    ctx.table(
+      [
+        { label: 'pi --mode rpc, one echo prompt (floor)', ms: await ctx.measure(() => piDirect(env, pi.cwd), { runs: 3 }) },
+        { label: 'prun-job run (foreground, echo)', ms: await ctx.measure(() => job(['run', '--name', `fg-${(serial += 1)}`, 'bench echo']), { runs: 3 }) },
+      ],
+      { readme: 'job-runner', title: 'a foreground run against the real pi, beside pi driven directly', note: 'The real pi and tools/fake-llm; pi itself dominates both.' },
+    );
 
     await job(['run', '--background', '--name', 'steered', '[[hang]] bench']);
     // Let pi start and reach the model, so the steer measures the runner and pi's answer only.

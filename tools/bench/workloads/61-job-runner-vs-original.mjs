@@ -1,15 +1,22 @@
-// prun-job beside multi_agent.py on the same workload, measured in the same run: how long
-// `run --background`, `steer` and `list` (200 jobs) take, and how big a runner is while a job
-// runs. Both drive the same stand-in pi (a shell loop that starts a run and answers steers), so
-// the numbers are the tools' own, not pi's. multi_agent.py is taken from $PRUN_BENCH_ORIGINALS
-// (a folder holding it); without it only the rows against bare Node are printed.
+// prun-job beside multi_agent.py on the same workload, measured in the same run, interleaved
+// (seed, prun-job, bare Node, seed, prun-job, ...), so a change in the machine's load hits both
+// alike: how long `run --background`, `steer` and `list` (200 jobs) take, and how big a runner
+// is while a job runs. Both drive the same stand-in pi (a shell loop that starts a run and
+// answers steers), so the numbers are the tools' own, not pi's. multi_agent.py is taken from
+// originalsDir() (PRUN_BENCH_ORIGINALS or PRUN_ORIGINALS: a folder holding it, outside this repository); without it only the rows
+// against bare Node are printed. Goals (issue #15): each command at most 1.5 times the seed's
+// time, the runner at most 30 MiB over an idle bare Node.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { originalsDir, runProcess } from '../lib.mjs';
 
 export const title = 'job-runner vs multi_agent.py: run --background, steer, list of 200 jobs, runner memory (stand-in pi)';
 
-const ORIGINALS = process.env.PRUN_BENCH_ORIGINALS ?? '/work/shared/seeds';
+const ORIGINALS = originalsDir() ?? '';
+const RUNS = Number(process.env.PRUN_BENCH_JOB_RUNS ?? 9);
+const GOAL_RATIO = 1.5;
+const GOAL_RUNNER_MIB = 30;
 
 // Answers the prompt and every steer as pi does during a run, never settles, ends with its stdin.
 const STAND_IN_PI = `#!/bin/sh
@@ -61,34 +68,40 @@ export async function run(ctx) {
   writeFileSync(pi, STAND_IN_PI, { mode: 0o755 });
   const env = { ...process.env, XDG_STATE_HOME: join(root, 'state'), PI_CODING_AGENT_DIR: agentDir, MULTI_AGENT_PI_BIN: pi, PWD: project };
   const jobs = join(root, 'state', 'pi-multi-agent', project.replace(/[^A-Za-z0-9]/g, '-').replace(/^-+/, ''), 'jobs');
-  const tools = [['prun-job', [process.execPath, bin]]];
-  if (haveSeed) tools.unshift(['multi_agent.py', ['python3', seedPath]]);
-  const call = (tool, args) => execFileSync(tool[0], [...tool.slice(1), ...args], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const rows = {};
-  const record = (key, label, ms) => (rows[key] ??= []).push({ label, ms });
+  const tools = [{ name: 'prun-job', command: process.execPath, args: [bin] }];
+  if (haveSeed) tools.unshift({ name: 'multi_agent.py', command: 'python3', args: [seedPath] });
+  const timed = (tool, args) => runProcess(tool.command, [...tool.args, ...args], { env, cwd: project });
+  const call = (tool, args) => execFileSync(tool.command, [...tool.args, ...args], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const floor = { label: "bare `node -e ''` (floor)", run: () => runProcess(process.execPath, ['-e', ''], { env }) };
+  const tables = [];
 
-  const floor = [
-    { label: "node -e '' (floor)", ms: await ctx.measure(() => execFileSync(process.execPath, ['-e', ''])) },
-    { label: "python3 -c ''", ms: await ctx.measure(() => execFileSync('python3', ['-c', ''])) },
-  ];
-  ctx.report(floor);
+  /** One interleaved comparison: the seed's case first (the baseline of the ratios), then prun-job's, then bare Node. */
+  const compare = async (key, title, caseOf) => {
+    const cases = [...tools.map((tool) => ({ label: `${tool.name} ${key}`, run: caseOf(tool) })), floor];
+    const rows = await ctx.compare(cases, { runs: RUNS, warmup: 1 });
+    tables.push({ key, title, rows });
+    ctx.table(rows, { rssBaseline: rows.length - 1, readme: 'job-runner', title });
+  };
 
   let serial = 0;
-  for (const [name, tool] of tools) {
-    record('run', `${name} run --background`, await ctx.measure(() => call(tool, ['run', '--background', '--name', `bg-${(serial += 1)}`, 'bench']), { runs: 5 }));
-    call(tool, ['kill', '--all']);
+  await compare('run --background', '`run --background` returns', (tool) => () => {
+    const name = `bg-${tool.name.replace(/\W/g, '')}-${(serial += 1)}`;
+    const sample = timed(tool, ['run', '--background', '--name', name, 'bench']);
+    // Not timed: the job goes again, so runners do not pile up over the rounds.
+    call(tool, ['kill', name]);
+    return sample;
+  });
+
+  for (const tool of tools) call(tool, ['run', '--background', '--name', `steered-${tool.name.replace(/\W/g, '')}`, 'bench']);
+  await compare('steer', '`steer` round trip', (tool) => () => timed(tool, ['steer', `steered-${tool.name.replace(/\W/g, '')}`, 'bench steer']));
+
+  const bareKb = bareNodeRssKb();
+  const memory = [{ label: 'bare node, idle (floor)', ms: null, cpuMs: null, rssMiB: bareKb / 1024 }];
+  for (const tool of tools) {
+    const pid = runnerOf(join(jobs, `steered-${tool.name.replace(/\W/g, '')}`));
+    if (pid !== undefined) memory.push({ label: `${tool.name} runner while a job runs`, ms: null, cpuMs: null, rssMiB: rssKb(pid) / 1024 });
   }
-  for (const [name, tool] of tools) {
-    const job = `steered-${name.replace(/\W/g, '')}`;
-    call(tool, ['run', '--background', '--name', job, 'bench']);
-    record('steer', `${name} steer`, await ctx.measure(() => call(tool, ['steer', job, 'bench steer']), { runs: 7 }));
-  }
-  const memory = [{ label: 'bare node, idle (floor)', value: bareNodeRssKb() / 1024, unit: 'MiB' }];
-  for (const [name] of tools) {
-    const pid = runnerOf(join(jobs, `steered-${name.replace(/\W/g, '')}`));
-    if (pid !== undefined) memory.push({ label: `${name} runner while a job runs`, value: rssKb(pid) / 1024, unit: 'MiB' });
-  }
-  call(tools[tools.length - 1][1], ['kill', '--all']);
+  call(tools[tools.length - 1], ['kill', '--all']);
 
   for (let i = 0; i < 200; i += 1) {
     const dir = join(jobs, `listed-${String(i).padStart(3, '0')}`);
@@ -98,23 +111,30 @@ export async function run(ctx) {
       writeFileSync(join(dir, file), text);
     }
   }
-  for (const [name, tool] of tools) record('list', `${name} list --all (200+ jobs)`, await ctx.measure(() => call(tool, ['list', '--all']), { runs: 7 }));
+  await compare('list --all', '`list --all`, 200 jobs', (tool) => () => timed(tool, ['list', '--all']));
 
-  for (const key of ['run', 'steer', 'list']) ctx.report(rows[key]);
-  ctx.report(memory);
+  ctx.report(memory.map((row) => ({ label: row.label, value: row.rssMiB, unit: 'MiB' })));
   const prunRss = memory.find((m) => m.label.startsWith('prun-job'));
-  if (prunRss) process.stdout.write(`  prun-job runner over bare node: ${(prunRss.value - memory[0].value).toFixed(1)} MiB (goal: at most 30)\n`);
-  if (!haveSeed) process.stdout.write(`  multi_agent.py not found in ${ORIGINALS}: set PRUN_BENCH_ORIGINALS to the folder holding it\n`);
+  ctx.record('job-runner', {
+    title: 'runner process while a job runs',
+    rows: memory,
+    note: prunRss ? `Resident memory; the runner is ${(prunRss.rssMiB - memory[0].rssMiB).toFixed(1)} MiB over an idle bare Node (goal: at most ${GOAL_RUNNER_MIB}).` : undefined,
+  });
 
-  // The table for the job-runner README: ratios only.
-  const ratio = (list) => (list.length === 2 ? `${(list[1].ms / list[0].ms).toFixed(2)}×` : 'n/a');
-  const bareRatio = (list) => `${(list[list.length - 1].ms / floor[0].ms).toFixed(2)}×`;
-  process.stdout.write('\n  | workload | prun-job / multi_agent.py | prun-job / bare `node -e \'\'` |\n  |---|---|---|\n');
-  for (const [key, label] of [['run', '`run --background` returns'], ['steer', '`steer` round trip'], ['list', '`list --all`, 200 jobs']]) {
-    process.stdout.write(`  | ${label} | ${ratio(rows[key])} | ${bareRatio(rows[key])} |\n`);
+  process.stdout.write('\n  goals (issue #15):\n');
+  for (const { title: label, rows } of tables) {
+    if (!haveSeed) {
+      process.stdout.write(`  ${label}: x${(rows[0].ms / rows.at(-1).ms).toFixed(2)} bare node (no multi_agent.py to compare with)\n`);
+      continue;
+    }
+    const [seed, prun] = rows;
+    const wall = prun.ms / seed.ms;
+    const cpu = prun.cpuMs && seed.cpuMs ? ` (CPU time x${(prun.cpuMs / seed.cpuMs).toFixed(2)})` : '';
+    process.stdout.write(`  ${label}: x${wall.toFixed(2)} multi_agent.py${cpu}, goal <= ${GOAL_RATIO}: ${wall <= GOAL_RATIO ? 'met' : 'NOT met'}\n`);
   }
   if (prunRss) {
-    const seedRss = memory.find((m) => m.label.startsWith('multi_agent.py'));
-    process.stdout.write(`  | runner RSS while a job runs | ${seedRss ? `${(prunRss.value / seedRss.value).toFixed(2)}×` : 'n/a'} | ${(prunRss.value / memory[0].value).toFixed(2)}× |\n`);
+    const over = prunRss.rssMiB - memory[0].rssMiB;
+    process.stdout.write(`  runner: ${over.toFixed(1)} MiB over an idle bare node, goal <= ${GOAL_RUNNER_MIB}: ${over <= GOAL_RUNNER_MIB ? 'met' : 'NOT met'}\n`);
   }
+  if (!haveSeed) process.stdout.write(`  multi_agent.py not found in ${ORIGINALS}: set PRUN_BENCH_ORIGINALS (or PRUN_ORIGINALS) to the folder holding it\n`);
 }

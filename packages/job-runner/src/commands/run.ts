@@ -1,4 +1,5 @@
-import { closeSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { closeSync, mkdirSync, rmSync } from 'node:fs';
+import { isRegularFile } from '@prun/kit/fs';
 import { join, resolve } from 'node:path';
 import { parseArgs, readMessage, runTimeout } from '../args.js';
 import { CommandError, usageError } from '../errors.js';
@@ -16,13 +17,7 @@ import { startRun } from './start.js';
 function forkSession(env: NodeJS.ProcessEnv): string {
   const fork = env['PI_SESSION_FILE'] || null;
   if (!fork) throw new CommandError('--fork needs PI_SESSION_FILE, which is not set in this environment');
-  let isFile = false;
-  try {
-    isFile = statSync(fork).isFile();
-  } catch {
-    isFile = false;
-  }
-  if (!isFile) throw new CommandError(`--fork: PI_SESSION_FILE does not exist: ${fork}`);
+  if (!isRegularFile(fork)) throw new CommandError(`--fork: PI_SESSION_FILE does not exist: ${fork}`);
   return fork;
 }
 

@@ -12,7 +12,6 @@ import { runnerNodeOptions } from '../signals.js';
 import { jobState, recordEnd, type JobRecord } from '../state.js';
 import { formatSeconds, readInt, removeDeadWritersTemps, removeFile, utcNow, writeAtomic } from '../text.js';
 import type { Context } from './context.js';
-import { printResult } from './result.js';
 
 const BIN_SHIM = fileURLToPath(new URL('../../bin/prun-job.js', import.meta.url));
 const PREVIOUS_RUN_FILES = ['exit_code', 'ended_at', 'output.txt', 'model'];
@@ -127,5 +126,7 @@ async function followRunner(ctx: Context, jobDir: string, child: ChildProcess): 
   if (!exited(child)) await new Promise<void>((resolve) => child.once('exit', () => resolve()));
   for (const signal of STOP_SIGNALS) process.removeListener(signal, onSignal);
   callerPipe?.destroy();
+  // Loaded only here: `run --background` never prints a result block.
+  const { printResult } = await import('./result.js');
   return printResult(ctx, jobDir, jobState(jobDir), false);
 }

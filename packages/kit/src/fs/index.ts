@@ -1,4 +1,5 @@
-// @prun/kit/fs: the one atomic writer, the one bounded non-blocking reader, the one `which`.
+// @prun/kit/fs: the one atomic writer, the one bounded non-blocking reader, the one `which`,
+// the one `os.path.isdir`/`isfile`.
 import { randomBytes } from 'node:crypto';
 import {
   accessSync,
@@ -315,6 +316,26 @@ export function which(name: string, options: WhichOptions = {}): string | null {
     if (isExecutableFile(candidate)) return finish(candidate);
   }
   return null;
+}
+
+// --- what a path is ---------------------------------------------------------------------------
+
+/** Python `os.path.isdir`: a directory, a symbolic link to one counts; false on any error. */
+export function isDirectory(path: PathLike): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Python `os.path.isfile`: a regular file, a symbolic link to one counts; false on any error. */
+export function isRegularFile(path: PathLike): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }
 
 // --- flock ------------------------------------------------------------------------------------

@@ -31,6 +31,13 @@ export function pyStrip(value: string): string {
   return value.slice(start, end);
 }
 
+/** Python `str.rstrip()` with no argument. */
+export function pyRstrip(value: string): string {
+  let end = value.length;
+  while (end > 0 && PY_WHITESPACE.has(value[end - 1] as string)) end -= 1;
+  return value.slice(0, end);
+}
+
 /** Python `str.split()` with no argument: runs of whitespace separate, no empty words. */
 export function pySplit(value: string): string[] {
   const words: string[] = [];

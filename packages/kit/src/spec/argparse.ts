@@ -9,7 +9,20 @@
  *   unrecognized words last;
  * - the last value wins, except for an `append` option, which collects.
  */
+import type { ArgvProblem } from './parse.js';
 import type { BinSpec } from './types.js';
+
+/**
+ * The wording of multi_agent.py's own small parser (its `Args` class), for prun-job, whose
+ * messages coordinators already match: an unknown option, or a flag given `=value`, is named as
+ * typed (`unknown option: --background=1`); a missing value names only the option. Undefined for
+ * what that parser never says (parseArgv checks nothing else in this dialect).
+ */
+export function multiAgentWording(problem: ArgvProblem): string | undefined {
+  if (problem.kind === 'unknown-option' || problem.kind === 'unexpected-value') return `unknown option: ${problem.typed ?? problem.word}`;
+  if (problem.kind === 'missing-value') return `${problem.word} needs a value`;
+  return undefined;
+}
 
 export interface ArgparseOption {
   /** `--prompt-file`. */

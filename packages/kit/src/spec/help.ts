@@ -1,3 +1,4 @@
+import { packageVersion } from '../cli/index.js';
 import { commandAt } from './parse.js';
 import type { BinSpec, CommandSpec, ExitCodeSpec, OptionSpec, PositionalSpec } from './types.js';
 
@@ -111,4 +112,16 @@ export function usageLine(spec: BinSpec, path: readonly string[] = []): string {
   const prefix = [spec.name, ...path].join(' ');
   const first = command.usage?.[0] ?? generatedUsage(command);
   return `${spec.helpStyle === 'argparse' ? 'usage:' : 'Usage:'} ${first === '' ? prefix : `${prefix} ${first}`}`;
+}
+
+/**
+ * Prints on stdout what a `help` or `version` parse asks for: the help of the command at its
+ * `path`, or the version in the package manifest. Returns whether it was one of those (the
+ * command is then done, exit 0); every bin's main starts with it.
+ */
+export function answerHelpOrVersion(spec: BinSpec, parsed: { kind: string; path?: readonly string[] }, manifest: URL | string): boolean {
+  if (parsed.kind === 'help') process.stdout.write(renderHelp(spec, parsed.path ?? []));
+  else if (parsed.kind === 'version') process.stdout.write(`${packageVersion(manifest)}\n`);
+  else return false;
+  return true;
 }

@@ -1,12 +1,41 @@
 import { CliError } from '../cli/index.js';
+import { multiAgentWording } from './argparse.js';
 import type { BinSpec, CommandSpec, OptionSpec, PositionalSpec, ValueSpec } from './types.js';
 
 /**
+ * What was wrong with a command line, for code that decides by it (never by the message text,
+ * which is worded for people and may change):
+ * - `unknown-command`, `unknown-option`, `unexpected-argument`: `word` is the word as typed;
+ * - `unexpected-value` (a flag given `=value`), `missing-value`, `invalid-value`, `repeated-option`,
+ *   `missing-option`, `exclusive-options`: `word` is the option (`--mode`);
+ * - `missing-argument`: `word` is the positional's name (`PROMPT`);
+ * - `usage`: a bin's own check after parsing (usageMistake), `word` is empty.
+ */
+export type ArgvErrorKind =
+  | 'unknown-command'
+  | 'unknown-option'
+  | 'unexpected-value'
+  | 'missing-value'
+  | 'invalid-value'
+  | 'repeated-option'
+  | 'missing-option'
+  | 'exclusive-options'
+  | 'unexpected-argument'
+  | 'missing-argument'
+  | 'usage';
+
+/**
  * A command-line mistake: kit's one error type, with the bin's usage exit code (2 unless the
- * bin declares another) and the command it happened in, so the bin can point at that help.
+ * bin declares another), the command it happened in, and what went wrong as data (`kind`,
+ * `word`: decide by these, never by the message). The message is worded by kit, the same in
+ * every bin, and ends by pointing at the help of the command the mistake is in:
+ * `unknown option: --x (see prun-quota route --help)`. One line, as every usage error.
  */
 export class ArgvError extends CliError {
   constructor(
+    readonly kind: ArgvErrorKind,
+    /** The offending word or option as typed (see ArgvErrorKind); empty for `usage`. */
+    readonly word: string,
     message: string,
     exitCode: number,
     /** The command words after the bin name, e.g. `['job', 'run']`. */
@@ -15,6 +44,74 @@ export class ArgvError extends CliError {
     super(message, { exitCode });
     this.name = 'ArgvError';
   }
+}
+
+/**
+ * `message (see BIN COMMAND --help)`, the end of every usage mistake of a kit-worded bin; a
+ * multi-agent dialect bin words its mistakes as its original does, without it.
+ */
+export function withHelpPointer(spec: BinSpec, message: string, path: readonly string[] = []): string {
+  return spec.argvDialect === 'multi-agent' ? message : `${message} (see ${[spec.name, ...path].join(' ')} --help)`;
+}
+
+/**
+ * A usage mistake a bin finds itself after parsing (a blank value, a missing operand, options
+ * that do not go together): an ArgvError of kind `usage` with the bin's usage exit code, worded
+ * as the parser's own mistakes are.
+ */
+export function usageMistake(spec: BinSpec, message: string, path: readonly string[] = []): ArgvError {
+  return new ArgvError('usage', '', withHelpPointer(spec, message, path), spec.usageExit ?? 2, path);
+}
+
+/** The parser's mistake for a command word the bin does not know (for bins that dispatch themselves). */
+export function unknownCommand(spec: BinSpec, word: string, path: readonly string[] = []): ArgvError {
+  return argvError(spec, path, { kind: 'unknown-command', word });
+}
+
+/** The facts a mistake's message is worded from. */
+export interface ArgvProblem {
+  kind: ArgvErrorKind;
+  /** As ArgvError.word. */
+  word: string;
+  /** The whole argv word (`--bogus=1`) where it differs from `word`. */
+  typed?: string;
+  /** `missing-value`: the value's metavariable; `invalid-value`: why; `exclusive-options`: the other option. */
+  detail?: string;
+  /** `invalid-value`: the value refused. */
+  value?: string;
+}
+
+/** kit's wording of each mistake (the help pointer after it names the command it is in). */
+function kitWording(problem: ArgvProblem): string {
+  const { word, detail = '', value = '' } = problem;
+  switch (problem.kind) {
+    case 'unknown-command':
+      return `unknown command: ${word}`;
+    case 'unknown-option':
+      return `unknown option: ${word}`;
+    case 'unexpected-value':
+      return `${word} takes no value`;
+    case 'missing-value':
+      return `${word} needs a value (${detail})`;
+    case 'invalid-value':
+      return `${word} ${detail}, not '${value}'`;
+    case 'repeated-option':
+      return `${word} given twice`;
+    case 'missing-option':
+    case 'missing-argument':
+      return `missing ${word}`;
+    case 'exclusive-options':
+      return `${word} cannot be combined with ${detail}`;
+    case 'unexpected-argument':
+      return `unexpected argument '${word}'`;
+    case 'usage':
+      return detail;
+  }
+}
+
+function argvError(spec: BinSpec, path: readonly string[], problem: ArgvProblem): ArgvError {
+  const message = spec.argvDialect === 'multi-agent' ? multiAgentWording(problem) ?? kitWording(problem) : kitWording(problem);
+  return new ArgvError(problem.kind, problem.word, withHelpPointer(spec, message, path), spec.usageExit ?? 2, [...path]);
 }
 
 export type OptionValue = string | number | boolean | string[] | unknown;
@@ -123,16 +220,17 @@ export function parseArgv(spec: BinSpec, argv: readonly string[]): ParsedArgv {
 }
 
 function parseStrict(spec: BinSpec, argv: readonly string[]): ParsedArgv {
-  const usageExit = spec.usageExit ?? 2;
+  // multi_agent.py's `Args`: values are kept as typed, `-n=5` splits too, and counting the
+  // positionals or checking a value is left to the command (with its own messages).
+  const multiAgent = spec.argvDialect === 'multi-agent';
   const path: string[] = [];
   let command: CommandSpec = spec;
   const options: Record<string, OptionValue> = {};
   const positionals: string[] = [];
   let rest: string[] | null = null;
-  const fail = (message: string): never => {
-    throw new ArgvError(message, usageExit, path);
+  const fail = (problem: ArgvProblem): never => {
+    throw argvError(spec, path, problem);
   };
-  const where = (): string => (path.length > 0 ? ` for '${path.join(' ')}'` : '');
 
   let onlyPositionals = false;
   for (let i = 0; i < argv.length; i += 1) {
@@ -153,64 +251,68 @@ function parseStrict(spec: BinSpec, argv: readonly string[]): ParsedArgv {
         continue;
       }
       if (positionals.length === 0 && command.commands && !command.positionals?.length) {
-        fail(`unknown command${where()}: ${word}`);
+        fail({ kind: 'unknown-command', word });
       }
       positionals.push(word);
       if (command.optionsFirst) onlyPositionals = true;
       continue;
     }
     if (HELP_WORDS.has(word)) return { kind: 'help', path, command };
-    if (word === '--version' && spec.version !== false) return { kind: 'version' };
-    const eq = word.startsWith('--') ? word.indexOf('=') : -1;
+    if (word === '--version' && spec.version !== false && !multiAgent) return { kind: 'version' };
+    const eq = word.startsWith('--') || multiAgent ? word.indexOf('=') : -1;
     const name = eq > 0 ? word.slice(0, eq) : word;
     const option = findOption(command, name);
-    if (!option) fail(`unknown option${where()}: ${name}`);
+    if (!option) fail({ kind: 'unknown-option', word: name, typed: word });
     const key = option!.long.replace(/^-+/, '');
     if (!option!.value) {
-      if (eq > 0) fail(`${name} takes no value`);
-      if (options[key] !== undefined && command.refuseRepeats) fail(`${name} given twice`);
+      if (eq > 0) fail({ kind: 'unexpected-value', word: name, typed: word });
+      if (options[key] !== undefined && command.refuseRepeats) fail({ kind: 'repeated-option', word: name });
       options[key] = true;
       continue;
     }
     let raw: string;
     if (eq > 0) raw = word.slice(eq + 1);
     else {
-      if (i + 1 >= argv.length) fail(`${name} needs a value (${option!.value.name})`);
+      if (i + 1 >= argv.length) fail({ kind: 'missing-value', word: name, detail: option!.value.name });
       i += 1;
       raw = argv[i]!;
     }
-    const converted = convert(raw, option!.value);
-    if (!converted.ok) fail(`${name} ${converted.reason}, not '${raw}'`);
-    const value = (converted as { value: unknown }).value;
+    let value: unknown = raw;
+    if (!multiAgent) {
+      const converted = convert(raw, option!.value);
+      if (!converted.ok) fail({ kind: 'invalid-value', word: name, detail: converted.reason, value: raw });
+      value = (converted as { value: unknown }).value;
+    }
     if (option!.repeatable) {
       const list = (options[key] as unknown[] | undefined) ?? [];
       list.push(value);
       options[key] = list;
     } else {
-      if (options[key] !== undefined && command.refuseRepeats) fail(`${name} given twice`);
+      if (options[key] !== undefined && command.refuseRepeats) fail({ kind: 'repeated-option', word: name });
       options[key] = value;
     }
   }
+  if (multiAgent) return { kind: 'run', path, command, options, positionals, rest };
 
   for (const option of optionsOf(command)) {
-    if (option.required && options[option.long.replace(/^-+/, '')] === undefined) fail(`missing ${option.long}${where()}`);
+    if (option.required && options[option.long.replace(/^-+/, '')] === undefined) fail({ kind: 'missing-option', word: option.long });
   }
   for (const group of command.exclusive ?? []) {
     const given = group.filter((long) => options[long.replace(/^-+/, '')] !== undefined);
-    if (given.length > 1) fail(`${given[1]} cannot be combined with ${given[0]}`);
+    if (given.length > 1) fail({ kind: 'exclusive-options', word: given[1]!, detail: given[0]! });
   }
   const declared = command.positionals ?? [];
   const { min, max } = positionalLimits(declared);
-  if (positionals.length > max) fail(`unexpected argument '${positionals[max]}'${where()}`);
+  if (positionals.length > max) fail({ kind: 'unexpected-argument', word: positionals[max]! });
   if (positionals.length < min) {
     const missing = declared.find((_, index) => index >= positionals.length) ?? declared[declared.length - 1];
-    fail(`missing ${missing?.name ?? 'argument'}${where()}`);
+    fail({ kind: 'missing-argument', word: missing?.name ?? 'argument' });
   }
   for (const [index, word] of positionals.entries()) {
     const positional = declared[Math.min(index, declared.length - 1)];
     if (positional && (positional.kind === 'choice' || positional.kind === 'int')) {
       const converted = convert(word, { name: positional.name, kind: positional.kind, ...(positional.choices ? { choices: positional.choices } : {}) });
-      if (!converted.ok) fail(`${positional.name} ${converted.reason}, not '${word}'`);
+      if (!converted.ok) fail({ kind: 'invalid-value', word: positional.name, detail: converted.reason, value: word });
     }
   }
   return { kind: 'run', path, command, options, positionals, rest };

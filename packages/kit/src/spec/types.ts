@@ -106,6 +106,13 @@ export interface BinSpec extends CommandSpec {
   version?: boolean;
   /** The exit code of a usage error (2; prun-job keeps the original's 64). */
   usageExit?: number;
+  /**
+   * How parseArgv words mistakes. `kit` (default): one wording for every bin, each message
+   * ending `(see BIN COMMAND --help)`. `multi-agent`: the messages of multi_agent.py's argument
+   * parser, byte for byte (`unknown option: --x=1`, `--x needs a value`); values stay as typed
+   * and positional counts are left to the command (prun-job).
+   */
+  argvDialect?: 'kit' | 'multi-agent';
   /** `argparse`: lower-case headings (`usage:`, `options:`), as the Python originals print. */
   helpStyle?: 'gnu' | 'argparse';
   /** A command line that prints job names one a line, for `job-name` completion. */

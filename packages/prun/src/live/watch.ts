@@ -7,7 +7,7 @@ import { readHead, writeFileAtomic } from '@prun/kit/fs';
 import { Waker } from '@prun/monitor';
 import { z } from 'zod';
 import type { BatchPaths } from '../batch.js';
-import { isFailedStatus } from '../outcome.js';
+import { countsAgainstBatch } from '../outcome.js';
 import type { UnitStatus } from '../ledger.js';
 import { batchExitCode } from '../schedule.js';
 
@@ -86,7 +86,7 @@ export function batchEnd(input: { driverPid: number | null; summary: Summary | n
   if (summary !== null && (driverPid === null || driverPid === summary.driver_pid)) return { kind: 'finished', exitCode: summary.exit_code, summary };
   if (driverPid !== null) return { kind: 'running' };
   if (statuses.every((status) => !UNSETTLED.has(status))) {
-    return { kind: 'finished', exitCode: batchExitCode(statuses.filter((status) => status !== 'unknown' && isFailedStatus(status)).length), summary: null };
+    return { kind: 'finished', exitCode: batchExitCode(statuses.filter((status) => status !== 'unknown' && countsAgainstBatch(status)).length), summary: null };
   }
   return { kind: 'abandoned' };
 }

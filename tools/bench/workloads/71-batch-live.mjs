@@ -6,7 +6,48 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { runProcess } from '../lib.mjs';
+
+const FRAMES = 300;
+
+/**
+ * The panel's own cost, without the noise of a whole batch: CPU per frame (sampling the state,
+ * the lines painted and plain, the redraw) for a 100-unit batch on a 120x30 terminal whose
+ * output goes nowhere. Frames differ (the clock moves a second each), as in a real batch.
+ */
+async function frameCpuMs(repoRoot, units) {
+  const dist = (file) => pathToFileURL(join(repoRoot, 'packages/prun/dist/live', file)).href;
+  const { LivePanel } = await import(dist('live-panel.js'));
+  const sink = { isTTY: true, columns: 120, rows: 30, write: () => true, on: () => sink, off: () => sink };
+  const now = Date.now();
+  const latest = new Map();
+  const ids = [];
+  for (let i = 0; i < units; i += 1) {
+    const id = `u${i}`;
+    ids.push(id);
+    const status = i < units / 2 ? 'done' : i < units / 2 + 2 ? 'running' : 'queued';
+    latest.set(id, {
+      id, status, model: 'gemini-3.8-flash-high', mode: null, prompt_file: '/p', clone_dir: null, result_file: `/r/${id}.md`,
+      state_dir: status === 'queued' ? null : `/nonexistent/prun-task-${id}`,
+      started_at: status === 'queued' ? null : new Date(now - 5000).toISOString(),
+      ended_at: status === 'done' ? new Date(now - 1000 + i).toISOString() : null, exit_code: status === 'done' ? 0 : null, attempt: 1,
+    });
+  }
+  // Opening the first panel loads the terminal libraries: a one-time cost, counted apart.
+  const opening = process.cpuUsage();
+  const panel = await LivePanel.open({ dir: 'fanout', batchDir: '/nonexistent', env: {}, stallSeconds: 600, startedAtMs: now, jobs: 2 }, () => ({ ids, latest, stalled: new Set() }), sink);
+  const openUsed = process.cpuUsage(opening);
+  const realNow = Date.now;
+  let tick = 0;
+  Date.now = () => realNow() + tick * 1000;
+  const start = process.cpuUsage();
+  for (; tick < FRAMES; tick += 1) panel.draw();
+  const used = process.cpuUsage(start);
+  Date.now = realNow;
+  panel.close();
+  return { openMs: (openUsed.user + openUsed.system) / 1000, frameMs: (used.user + used.system) / 1000 / FRAMES };
+}
 
 export const title = 'prun batch on a terminal: live panel vs plain progress lines, 100 instant units';
 
@@ -50,6 +91,13 @@ export async function run(ctx) {
   ctx.table(rows);
   const [plain, live] = rows;
   if (plain.cpuMs && live.cpuMs) {
-    process.stdout.write(`  live panel CPU: ${(((live.cpuMs - plain.cpuMs) / plain.cpuMs) * 100).toFixed(2)}% of the plain batch's (goal: <= 1%)\n`);
+    process.stdout.write(`  live panel CPU, batch against batch: ${(((live.cpuMs - plain.cpuMs) / plain.cpuMs) * 100).toFixed(2)}% of the plain batch's (noisy: both include every worker)\n`);
+    // One frame a second for as long as the batch ran.
+    const { openMs, frameMs } = await frameCpuMs(ctx.repoRoot, UNITS);
+    const frames = live.ms / 1000;
+    const total = openMs + frameMs * frames;
+    process.stdout.write(
+      `  live panel CPU, measured in-process: ${openMs.toFixed(0)} ms to load and open + ${frameMs.toFixed(2)} ms a frame x ${frames.toFixed(0)} frames = ${total.toFixed(0)} ms, ${((total / plain.cpuMs) * 100).toFixed(2)}% of the plain batch's (goal: <= 1%)\n`,
+    );
   }
 }

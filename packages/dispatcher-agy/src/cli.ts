@@ -1,5 +1,5 @@
 import { STOP_SIGNALS, closeDebuggerDoor, packageVersion } from '@prun/kit/cli';
-import { HELP } from './help.js';
+import { helpText } from './help.js';
 import { UnitStopper } from './stop.js';
 
 const MANIFEST = new URL('../package.json', import.meta.url);
@@ -98,7 +98,7 @@ export async function main(argv: string[]): Promise<void> {
     },
     {
       cwd: () => process.cwd(),
-      help: () => HELP,
+      help: helpText,
       version: () => packageVersion(MANIFEST),
       dieOf: (signal) => signals.dieOf(signal),
       holdSignals: () => signals.hold(),

@@ -5,7 +5,6 @@
 import { EXIT_TEMPFAIL } from '@prun/kit/cli';
 import { PY_WHITESPACE_RUN, pyJsonLoads, pyRstrip, pyStrip, splitLines as pySplitlinesKit, splitUniversalLines } from '@prun/kit/py';
 import { resultShapeLines } from '@prun/unit-state';
-import { z } from 'zod';
 import type { Mode } from './args.js';
 
 /** Under this many UTF-8 bytes (stripped) a response is not believed to be a result. */
@@ -88,17 +87,26 @@ export interface StreamReading {
 /** Python's universal-newline line split, as a text-mode read of the capture sees it (kit's). */
 export { splitUniversalLines as splitLines };
 
-/** An init event that names a conversation (a blank id does not count). */
-const InitEventSchema = z.object({
-  event: z.literal('init'),
-  conversation_id: z.string().refine((id) => pyStrip(id) !== ''),
-});
+/**
+ * The two events the stream is read for, checked by shape on the parsed JSON. Plain guards, not
+ * zod: every dispatch reads its stream, and loading zod would cost more than the rest of the
+ * dispatcher's own work (README, "Start-up and speed").
+ */
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
 
-/** A result event whose `result` is a JSON object; its members are read by presence below. */
-const ResultEventSchema = z.object({
-  event: z.literal('result'),
-  result: z.record(z.string(), z.unknown()),
-});
+/** An init event that names a conversation (a blank id does not count): its id, or null. */
+function initConversationId(event: Record<string, unknown>): string | null {
+  const id = event['conversation_id'];
+  return event['event'] === 'init' && typeof id === 'string' && pyStrip(id) !== '' ? id : null;
+}
+
+/** A result event whose `result` is a JSON object: that object (its members are read by presence), or null. */
+function resultMembers(event: Record<string, unknown>): Record<string, unknown> | null {
+  const result = event['result'];
+  return event['event'] === 'result' && isJsonObject(result) ? result : null;
+}
 
 /**
  * Reads the worker's stream-json capture (README, "How it works", step 10): the conversation id of
@@ -115,14 +123,14 @@ export function readEventStream(text: string): StreamReading {
     } catch {
       continue;
     }
-    const init = InitEventSchema.safeParse(event);
-    if (init.success) {
-      reading.conversationId = init.data.conversation_id;
+    if (!isJsonObject(event)) continue;
+    const conversationId = initConversationId(event);
+    if (conversationId !== null) {
+      reading.conversationId = conversationId;
       continue;
     }
-    const parsed = ResultEventSchema.safeParse(event);
-    if (!parsed.success) continue;
-    const result = parsed.data.result;
+    const result = resultMembers(event);
+    if (result === null) continue;
     // Presence matters, not just the value: `"status": null` reads as UNKNOWN and a later
     // `"error": null` clears an earlier error, while an absent key changes nothing.
     if ('status' in result) reading.status = typeof result.status === 'string' ? result.status : 'UNKNOWN';

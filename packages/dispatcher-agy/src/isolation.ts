@@ -46,18 +46,18 @@ export interface LaunchPlan {
  * parent). It reports `started <agy pid>`, then `exit N` or `signal N`.
  */
 export const LAUNCHER_SCRIPT = `
-use strict; use warnings; use Fcntl qw(:DEFAULT :flock); use POSIX (); use Config;
+use strict; use Fcntl ();
 open(my $status, '>&=', 3) or exit 120;
 { my $old = select($status); $| = 1; select($old); }
-sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, F_GETFD, 0); fcntl($fh, F_SETFD, $on ? ($f | FD_CLOEXEC) : ($f & ~FD_CLOEXEC)); }
+sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, Fcntl::F_GETFD(), 0); fcntl($fh, Fcntl::F_SETFD(), $on ? ($f | Fcntl::FD_CLOEXEC()) : ($f & ~Fcntl::FD_CLOEXEC())); }
 my ($dispatcher, $lockdir, $n) = splice(@ARGV, 0, 3);
 my @wrap = splice(@ARGV, 0, $n);
 # The parent-death signal is armed before this program runs; a dispatcher that died earlier is
 # no longer our parent, and then nothing may start.
 exit 121 if getppid() != $dispatcher;
 my $lock;
-unless (sysopen($lock, $lockdir, O_RDONLY | O_DIRECTORY)) { print $status "lock-error $!\\n"; exit 122; }
-unless (flock($lock, LOCK_EX | LOCK_NB)) { print $status "busy\\n"; exit 123; }
+unless (sysopen($lock, $lockdir, Fcntl::O_RDONLY() | Fcntl::O_DIRECTORY())) { print $status "lock-error $!\\n"; exit 122; }
+unless (flock($lock, Fcntl::LOCK_EX() | Fcntl::LOCK_NB())) { print $status "busy\\n"; exit 123; }
 # Every process of the worker tree inherits the lock: it is free again only when all are gone.
 cloexec($lock, 0);
 print $status "locked\\n";
@@ -65,16 +65,22 @@ if (@wrap) {
   # unshare (the namespace's parent) must not die of a SIGHUP meant for agy; INIT restores it.
   $SIG{HUP} = 'IGNORE';
   cloexec($status, 0);
-  { no warnings 'exec'; exec { $wrap[0] } @wrap, @ARGV; }
+  exec { $wrap[0] } @wrap, @ARGV;
   print $status "exec-failed $!\\n";
   exit 127;
 }
+
+# Only the keeper needs Config (the prctl number below), and loading it is a costly part of
+# perl's start; POSIX, costlier still, is not loaded at all (setpgrp is setpgid, and WNOHANG is
+# 1 on every Linux architecture).
+require Config;
+my $WNOHANG = 1;
 
 # Once the dispatcher is gone its end of the status pipe is too: a write must then fail, not
 # kill the keeper with SIGPIPE before it has cleaned up.
 $SIG{PIPE} = 'IGNORE';
 my %prctl = (x86_64 => 157, aarch64 => 167, riscv64 => 167, loongarch64 => 167, i686 => 172, i386 => 172, arm => 172, s390x => 172, powerpc64 => 171, ppc64 => 171);
-my ($arch) = $Config{archname} =~ /^([^-]+)/;
+my ($arch) = $Config::Config{archname} =~ /^([^-]+)/;
 syscall($prctl{$arch}, 36, 1, 0, 0, 0) if defined $arch && exists $prctl{$arch};  # PR_SET_CHILD_SUBREAPER
 my ($agy, $killall, $st) = (0, 0, undef);
 my %pending;
@@ -83,7 +89,7 @@ sub relay { my $sig = shift; if (getppid() != $dispatcher) { kill_tree(); return
 $SIG{TERM} = sub { relay('TERM') }; $SIG{INT} = sub { relay('INT') }; $SIG{HUP} = sub { relay('HUP') };
 $SIG{USR2} = sub { $killall = 1; kill_tree() if $agy > 0; };
 $SIG{USR1} = 'IGNORE';
-sub reap { while ((my $w = waitpid(-1, POSIX::WNOHANG())) > 0) { $st = $? if $w == $agy && !defined $st; } }
+sub reap { while ((my $w = waitpid(-1, $WNOHANG)) > 0) { $st = $? if $w == $agy && !defined $st; } }
 sub descendants {
   my %kids;
   opendir(my $d, '/proc') or return ();
@@ -104,15 +110,15 @@ pipe(my $er, my $ew) or do { print $status "exec-failed pipe: $!\\n"; exit 127; 
 $agy = fork();
 unless (defined $agy) { print $status "exec-failed fork: $!\\n"; exit 127; }
 if ($agy == 0) {
-  POSIX::setpgid(0, 0);
+  setpgrp(0, 0);
   $SIG{$_} = 'DEFAULT' for qw(TERM INT HUP USR1 USR2 PIPE);
   close($er);
   cloexec($status, 1);
-  { no warnings 'exec'; exec { $ARGV[0] } @ARGV; }
+  exec { $ARGV[0] } @ARGV;
   print $ew "$!"; close($ew);
-  POSIX::_exit(127);
+  exit 127;
 }
-POSIX::setpgid($agy, $agy);
+setpgrp($agy, $agy);
 close($ew);
 my $err = do { local $/; <$er> };
 close($er);
@@ -137,7 +143,7 @@ exit 0;
  * `started`, `exec-failed <why>`, then `exit N` or `signal N`.
  */
 export const INIT_SCRIPT = `
-use strict; use warnings; use Fcntl;
+use strict; use Fcntl ();
 open(my $status, '>&=', 3) or exit 120;
 { my $old = select($status); $| = 1; select($old); }
 $SIG{HUP} = 'DEFAULT';
@@ -148,8 +154,8 @@ unless (defined $pid) { print $status "exec-failed fork: $!\\n"; exit 127; }
 if ($pid == 0) {
   $SIG{PIPE} = 'DEFAULT';
   close($er);
-  my $f = fcntl($status, F_GETFD, 0); fcntl($status, F_SETFD, $f | FD_CLOEXEC);
-  { no warnings 'exec'; exec { $ARGV[0] } @ARGV; }
+  my $f = fcntl($status, Fcntl::F_GETFD(), 0); fcntl($status, Fcntl::F_SETFD(), $f | Fcntl::FD_CLOEXEC());
+  exec { $ARGV[0] } @ARGV;
   print $ew "$!"; close($ew);
   exit 127;
 }
@@ -266,7 +272,9 @@ export async function planLaunchAsync(setting: IsolationSetting, platform: NodeJ
 
 /**
  * What this machine gives does not change while a process runs: one probe per setting and
- * PATH (where setpriv, unshare and perl are found), however many units the process runs.
+ * PATH (where setpriv, unshare and perl are found), however many units the process runs. A
+ * probe that found no namespace is not kept (a failed fork under load must not leave every
+ * later unit of a long-lived host unisolated): the next unit probes again.
  */
 const plans = new Map<string, Promise<LaunchPlan>>();
 
@@ -276,6 +284,9 @@ export function cachedLaunchPlan(setting: IsolationSetting, platform: NodeJS.Pla
   if (plan === undefined) {
     plan = planLaunchAsync(setting, platform, isRoot, asyncProbe(env));
     plans.set(key, plan);
+    void plan.then((decided) => {
+      if (setting !== 'off' && decided.isolation.kind !== 'pid') plans.delete(key);
+    });
   }
   return plan;
 }

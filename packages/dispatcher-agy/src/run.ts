@@ -21,6 +21,7 @@ import {
   quotaNoteLineFor,
   resolveAgainstListing,
 } from '@prun/model-resolve';
+// The dispatch entry: routing without zod; the snapshot's schemas load only when a snapshot is read.
 import {
   QUOTA_EXHAUSTED_EXIT,
   loadPoolStatesForDispatch,
@@ -30,7 +31,7 @@ import {
   routeNeedsSnapshot,
   snapshotLocation,
   type PoolStates,
-} from '@prun/quota';
+} from '@prun/quota/dispatch';
 import {
   STATE_FILES,
   formatStateDirLine,
@@ -42,7 +43,7 @@ import {
   systemTempDir,
 } from '@prun/unit-state';
 import { parseArgs } from './args.js';
-import { HELP, USAGE } from './help.js';
+import { helpText, usageText } from './help.js';
 import {
   buildRelayPrompt,
   buildWorkerArgv,
@@ -335,7 +336,7 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
   const env = io.env;
   const parsed = parseArgs(argv);
   if (parsed.kind === 'help') {
-    io.stdout(run.bin?.help() ?? HELP);
+    io.stdout(run.bin?.help() ?? helpText());
     return 0;
   }
   if (parsed.kind === 'version') {
@@ -343,7 +344,7 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
     return 0;
   }
   if (parsed.kind === 'error') {
-    io.stderr(`${USAGE}\n${MESSAGE_PREFIX}error: ${parsed.message}\n`);
+    io.stderr(`${usageText()}\n${MESSAGE_PREFIX}error: ${parsed.message}\n`);
     return 2;
   }
   const cwd = realpathSync(run.cwd());

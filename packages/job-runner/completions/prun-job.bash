@@ -50,19 +50,19 @@ _prun_job() {
   if [[ $cur == -* ]]; then
     case "$p" in
       "") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "run") COMPREPLY+=($(compgen -W '--profile --name --background --timeout --fork --model --thinking --cwd --help --version' -- "$cur")) ;;
-      "resume") COMPREPLY+=($(compgen -W '--background --timeout --help --version' -- "$cur")) ;;
-      "wait") COMPREPLY+=($(compgen -W '--timeout --json --help --version' -- "$cur")) ;;
-      "result") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
-      "steer") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "abort") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "kill") COMPREPLY+=($(compgen -W '--all --help --version' -- "$cur")) ;;
-      "status") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
-      "peek") COMPREPLY+=($(compgen -W '-n --follow -f --help --version' -- "$cur")) ;;
-      "list") COMPREPLY+=($(compgen -W '--all --json --help --version' -- "$cur")) ;;
-      "profiles") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "rm") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "completion") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
+      "run") COMPREPLY+=($(compgen -W '--profile --name --background --timeout --fork --model --thinking --cwd --help' -- "$cur")) ;;
+      "resume") COMPREPLY+=($(compgen -W '--background --timeout --help' -- "$cur")) ;;
+      "wait") COMPREPLY+=($(compgen -W '--timeout --json --help' -- "$cur")) ;;
+      "result") COMPREPLY+=($(compgen -W '--json --help' -- "$cur")) ;;
+      "steer") COMPREPLY+=($(compgen -W '--help' -- "$cur")) ;;
+      "abort") COMPREPLY+=($(compgen -W '--help' -- "$cur")) ;;
+      "kill") COMPREPLY+=($(compgen -W '--all --help' -- "$cur")) ;;
+      "status") COMPREPLY+=($(compgen -W '--json --help' -- "$cur")) ;;
+      "peek") COMPREPLY+=($(compgen -W '-n --follow -f --help' -- "$cur")) ;;
+      "list") COMPREPLY+=($(compgen -W '--all --json --help' -- "$cur")) ;;
+      "profiles") COMPREPLY+=($(compgen -W '--help' -- "$cur")) ;;
+      "rm") COMPREPLY+=($(compgen -W '--help' -- "$cur")) ;;
+      "completion") COMPREPLY+=($(compgen -W '--help' -- "$cur")) ;;
     esac
     return 0
   fi

@@ -48,19 +48,19 @@ _prun_job() {
   if [[ $cur == -* ]]; then
     case "$p" in
       ("") compadd -- '--help' '--version' ;;
-      ("run") compadd -- '--profile' '--name' '--background' '--timeout' '--fork' '--model' '--thinking' '--cwd' '--help' '--version' ;;
-      ("resume") compadd -- '--background' '--timeout' '--help' '--version' ;;
-      ("wait") compadd -- '--timeout' '--json' '--help' '--version' ;;
-      ("result") compadd -- '--json' '--help' '--version' ;;
-      ("steer") compadd -- '--help' '--version' ;;
-      ("abort") compadd -- '--help' '--version' ;;
-      ("kill") compadd -- '--all' '--help' '--version' ;;
-      ("status") compadd -- '--json' '--help' '--version' ;;
-      ("peek") compadd -- '-n' '--follow' '-f' '--help' '--version' ;;
-      ("list") compadd -- '--all' '--json' '--help' '--version' ;;
-      ("profiles") compadd -- '--help' '--version' ;;
-      ("rm") compadd -- '--help' '--version' ;;
-      ("completion") compadd -- '--help' '--version' ;;
+      ("run") compadd -- '--profile' '--name' '--background' '--timeout' '--fork' '--model' '--thinking' '--cwd' '--help' ;;
+      ("resume") compadd -- '--background' '--timeout' '--help' ;;
+      ("wait") compadd -- '--timeout' '--json' '--help' ;;
+      ("result") compadd -- '--json' '--help' ;;
+      ("steer") compadd -- '--help' ;;
+      ("abort") compadd -- '--help' ;;
+      ("kill") compadd -- '--all' '--help' ;;
+      ("status") compadd -- '--json' '--help' ;;
+      ("peek") compadd -- '-n' '--follow' '-f' '--help' ;;
+      ("list") compadd -- '--all' '--json' '--help' ;;
+      ("profiles") compadd -- '--help' ;;
+      ("rm") compadd -- '--help' ;;
+      ("completion") compadd -- '--help' ;;
     esac
     return 0
   fi

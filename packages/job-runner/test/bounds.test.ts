@@ -242,3 +242,22 @@ describe('the runner process', () => {
     expect((await w.job(['kill', 'lean'])).stdout).toBe('job: lean\nstatus: killed\n');
   });
 });
+
+describe('an error thrown in one of the runner\'s event callbacks', () => {
+  it('records failed with runner.log, stops pi and releases the lock', async () => {
+    const w = fresh();
+    // In the runner only: SIGUSR2 throws from a callback, outside any promise the runner awaits.
+    const boom = join(w.root, 'boom.mjs');
+    writeFileSync(boom, `if (process.argv.includes('__runner')) process.on('SIGUSR2', () => { throw new Error('boom from a callback'); });\n`);
+    expect((await w.job(['run', '--background', '--name', 'boom', 'hi'], { env: { NODE_OPTIONS: `--import=${boom}` } })).code).toBe(0);
+    await until(() => w.read('boom', 'progress.log').includes('run 1 started'), 20_000, 'the run to start');
+    const runner = await until(() => processesOf(w.jobDir('boom')).find((p) => p.cmdline.includes('__runner')), 5000, 'the runner');
+    process.kill(runner.pid, 'SIGUSR2');
+    const result = await w.job(['wait', 'boom']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(new RegExp(`^the runner failed; see ${join(w.jobDir('boom'), 'runner.log')}\n\n--- multi-agent ---\nname: boom\nstatus: failed\n`));
+    expect(w.read('boom', 'runner.log')).toContain('boom from a callback');
+    // wait returned, so the lock is free; pi went with the runner (cleanup checks none is left).
+    expect(fields((await w.job(['status', 'boom'])).stdout).status).toBe('failed');
+  });
+});

@@ -162,6 +162,24 @@ describe('readHead', () => {
     expect(readHead(path, { maxBytes: 10, offset: 50 })).toMatchObject({ ok: true, text: '', truncated: false });
   });
 
+  test('a large bound costs memory in proportion to the file, not to the bound', () => {
+    const path = join(dir, 'small-under-a-big-bound');
+    writeFileSync(path, 'x'.repeat(1000));
+    const before = process.memoryUsage().arrayBuffers;
+    expect(readHead(path, { maxBytes: 256 * 1024 * 1024 })).toMatchObject({ ok: true, text: 'x'.repeat(1000), truncated: false });
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(16 * 1024 * 1024);
+  });
+
+  test('a file longer than the first buffer is read whole, up to the bound', () => {
+    const path = join(dir, 'large');
+    const text = Array.from({ length: 40_000 }, (_, i) => `${i}\n`).join('');
+    writeFileSync(path, text);
+    expect(readHead(path, { maxBytes: 64 * 1024 * 1024 })).toMatchObject({ ok: true, text, truncated: false });
+    expect(readHead(path, { maxBytes: 100_000 })).toMatchObject({ ok: true, text: text.slice(0, 100_000), truncated: true });
+    expect(readHead(path, { maxBytes: text.length, overflow: 'refuse' })).toMatchObject({ ok: true, text, truncated: false });
+    expect(readHead(path, { maxBytes: 100, offset: 1000 })).toMatchObject({ ok: true, text: text.slice(1000, 1100), truncated: true });
+  });
+
   test('each result is its own copy, not a view of the shared buffer', () => {
     writeFileSync(join(dir, 'a'), 'aaaa');
     writeFileSync(join(dir, 'b'), 'bbbb');

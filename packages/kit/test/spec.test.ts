@@ -77,6 +77,11 @@ describe('parseArgv', () => {
     expect(fails(['job', 'run', '--background=1'])).toMatchObject({ kind: 'unexpected-value', message: 'unknown option: --background=1' });
     expect(fails(['job', 'run', '-n=1', '--cwd'])).toMatchObject({ kind: 'missing-value', message: '--cwd needs a value' });
     expect(fails(['job', 'run', '--version'])).toMatchObject({ message: 'unknown option: --version' });
+    expect(parseArgv(spec, ['--version'])).toEqual({ kind: 'version' });
+    // Its help and completion offer --version only where it is accepted.
+    expect(renderHelp(spec, ['job', 'run'])).not.toContain('--version');
+    expect(renderHelp(spec)).toContain('--version');
+    expect(renderHelp(DEMO, ['job', 'run'])).toContain('--version');
     // Values as typed, counts left to the command, `-n=5` split as the original's partition('=').
     expect(parseArgv(spec, ['job', 'run', '-n=x', '--timeout', 'inf', 'a', 'b'])).toMatchObject({
       kind: 'run',

@@ -107,19 +107,19 @@ _prun() {
       "models") COMPREPLY+=($(compgen -W '--listing --json --help --version' -- "$cur")) ;;
       "env") COMPREPLY+=($(compgen -W '--keep --list --json --help --version' -- "$cur")) ;;
       "job") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "job run") COMPREPLY+=($(compgen -W '--profile --name --background --timeout --fork --model --thinking --cwd --help --version' -- "$cur")) ;;
-      "job resume") COMPREPLY+=($(compgen -W '--background --timeout --help --version' -- "$cur")) ;;
-      "job wait") COMPREPLY+=($(compgen -W '--timeout --json --help --version' -- "$cur")) ;;
-      "job result") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
-      "job steer") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "job abort") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "job kill") COMPREPLY+=($(compgen -W '--all --help --version' -- "$cur")) ;;
-      "job status") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
-      "job peek") COMPREPLY+=($(compgen -W '-n --follow -f --help --version' -- "$cur")) ;;
-      "job list") COMPREPLY+=($(compgen -W '--all --json --help --version' -- "$cur")) ;;
-      "job profiles") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "job rm") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "job completion") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
+      "job run") COMPREPLY+=($(compgen -W '--profile --name --background --timeout --fork --model --thinking --cwd --help' -- "$cur")) ;;
+      "job resume") COMPREPLY+=($(compgen -W '--background --timeout --help' -- "$cur")) ;;
+      "job wait") COMPREPLY+=($(compgen -W '--timeout --json --help' -- "$cur")) ;;
+      "job result") COMPREPLY+=($(compgen -W '--json --help' -- "$cur")) ;;
+      "job steer") COMPREPLY+=($(compgen -W '--help' -- "$cur")) ;;
+      "job abort") COMPREPLY+=($(compgen -W '--help' -- "$cur")) ;;
+      "job kill") COMPREPLY+=($(compgen -W '--all --help' -- "$cur")) ;;
+      "job status") COMPREPLY+=($(compgen -W '--json --help' -- "$cur")) ;;
+      "job peek") COMPREPLY+=($(compgen -W '-n --follow -f --help' -- "$cur")) ;;
+      "job list") COMPREPLY+=($(compgen -W '--all --json --help' -- "$cur")) ;;
+      "job profiles") COMPREPLY+=($(compgen -W '--help' -- "$cur")) ;;
+      "job rm") COMPREPLY+=($(compgen -W '--help' -- "$cur")) ;;
+      "job completion") COMPREPLY+=($(compgen -W '--help' -- "$cur")) ;;
     esac
     return 0
   fi

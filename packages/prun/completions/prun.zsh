@@ -105,19 +105,19 @@ _prun() {
       ("models") compadd -- '--listing' '--json' '--help' '--version' ;;
       ("env") compadd -- '--keep' '--list' '--json' '--help' '--version' ;;
       ("job") compadd -- '--help' '--version' ;;
-      ("job run") compadd -- '--profile' '--name' '--background' '--timeout' '--fork' '--model' '--thinking' '--cwd' '--help' '--version' ;;
-      ("job resume") compadd -- '--background' '--timeout' '--help' '--version' ;;
-      ("job wait") compadd -- '--timeout' '--json' '--help' '--version' ;;
-      ("job result") compadd -- '--json' '--help' '--version' ;;
-      ("job steer") compadd -- '--help' '--version' ;;
-      ("job abort") compadd -- '--help' '--version' ;;
-      ("job kill") compadd -- '--all' '--help' '--version' ;;
-      ("job status") compadd -- '--json' '--help' '--version' ;;
-      ("job peek") compadd -- '-n' '--follow' '-f' '--help' '--version' ;;
-      ("job list") compadd -- '--all' '--json' '--help' '--version' ;;
-      ("job profiles") compadd -- '--help' '--version' ;;
-      ("job rm") compadd -- '--help' '--version' ;;
-      ("job completion") compadd -- '--help' '--version' ;;
+      ("job run") compadd -- '--profile' '--name' '--background' '--timeout' '--fork' '--model' '--thinking' '--cwd' '--help' ;;
+      ("job resume") compadd -- '--background' '--timeout' '--help' ;;
+      ("job wait") compadd -- '--timeout' '--json' '--help' ;;
+      ("job result") compadd -- '--json' '--help' ;;
+      ("job steer") compadd -- '--help' ;;
+      ("job abort") compadd -- '--help' ;;
+      ("job kill") compadd -- '--all' '--help' ;;
+      ("job status") compadd -- '--json' '--help' ;;
+      ("job peek") compadd -- '-n' '--follow' '-f' '--help' ;;
+      ("job list") compadd -- '--all' '--json' '--help' ;;
+      ("job profiles") compadd -- '--help' ;;
+      ("job rm") compadd -- '--help' ;;
+      ("job completion") compadd -- '--help' ;;
     esac
     return 0
   fi

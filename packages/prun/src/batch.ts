@@ -4,7 +4,6 @@ import { join, resolve } from 'node:path';
 import { signalExitCode } from '@prun/kit/cli';
 import { TIMEOUT_SETTING } from '@prun/dispatcher-agy';
 import { classifyUnit, initialMemory, observeUnit, probeDispatch, type UnitMemory } from '@prun/monitor';
-import { readHead } from '@prun/kit/fs';
 import { publishAtomic, renderFallback, resultShapeLines } from '@prun/unit-state';
 import { throwawayClone, CloneError } from './clone.js';
 import { dispatcherCommandLine, type DispatchRequest } from './dispatcher.js';
@@ -13,7 +12,7 @@ import { LOCK_FILE } from './lock.js';
 import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
 import { BATCH_FILES } from '@prun/unit-state/ledger';
 import { countsAgainstBatch, isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
-import { cancelledResultText, clearCancelRequest, pendingCancelRequests } from './cancel-requests.js';
+import { clearCancelRequest, pendingCancelRequests, publishCancelledResult } from './cancel-requests.js';
 import { haltReached, type HaltRule } from './halt.js';
 import { stopRunningUnit } from './stop.js';
 import type { ResolvedUnit } from './plan.js';
@@ -171,9 +170,6 @@ const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'stop_signal', 'stop_
 /** The signal `--halt now` and `prun cancel` stop a unit's dispatcher with (its normal stop path). */
 const CONTROL_STOP_SIGNAL: NodeJS.Signals = 'SIGTERM';
 
-/** The largest result prun rewrites to name a cancel; a larger one gets a FALLBACK of its own. */
-const MAX_REWRITTEN_RESULT_BYTES = 16 * 1024 * 1024;
-
 /** Moves `current` to `<folder>/<id>.attempt-<n>.<ext>` (the first free n from `attempt`, at least 1), if it exists. */
 function setAside(current: string, folder: string, id: string, ext: string, attempt: number): void {
   if (!existsSync(current)) return;
@@ -245,14 +241,7 @@ export class BatchRun {
       const entry = this.latest.get(unit.id)!;
       if (entry.status !== 'running') continue;
       const stateDir = entry.state_dir ?? stateDirFromLog(this.paths.stdoutLog(unit.id));
-      const resultPath = this.paths.result(unit.id);
-      const recorded =
-        entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)
-          ? { pid: entry.dispatcher_pid, start: entry.dispatcher_start ?? processStartTime(entry.dispatcher_pid) }
-          : null;
-      // A `running` line is written before the dispatcher starts, so a batch killed in between
-      // leaves no pid: look for the dispatcher by its result path instead.
-      const found = recorded ?? findDispatcherFor(resultPath);
+      const found = this.runningDispatcherOf(unit.id);
       if (found !== null) {
         this.adopt(unit.id, found.pid, found.start, stateDir);
         continue;
@@ -269,6 +258,21 @@ export class BatchRun {
       const drop: (keyof LedgerEntry)[] = entry.status === 'interrupted' ? [] : ['retry'];
       this.record(unit.id, { status: 'queued', ended_at: null, exit_code: null, note: `${why}: running again ${how}` }, drop);
     }
+  }
+
+  /**
+   * The live dispatcher of a unit the ledger says is `running` and no process of this batch
+   * watches: the recorded pid with its start time and `--result-file`, or, when the pid never
+   * reached the ledger (a `running` line is written before the dispatcher starts, so a batch
+   * killed in between leaves none), one found by its result path. Null when it is gone.
+   */
+  private runningDispatcherOf(id: string): { pid: number; start: string | null } | null {
+    const entry = this.latest.get(id)!;
+    const resultPath = this.paths.result(id);
+    if (entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)) {
+      return { pid: entry.dispatcher_pid, start: entry.dispatcher_start ?? processStartTime(entry.dispatcher_pid) };
+    }
+    return findDispatcherFor(resultPath);
   }
 
   /**
@@ -328,7 +332,7 @@ export class BatchRun {
         this.record(id, { ...base, status: 'queued', ended_at: null, note: outcome.note });
         break;
       default: {
-        if (outcome.status === 'cancelled') this.publishCancelled(id, result, outcome.note);
+        if (outcome.status === 'cancelled') publishCancelledResult(this.paths.result(id), id, result, outcome.note);
         this.record(id, { ...base, status: outcome.status, ended_at: nowIso(), note: outcome.note });
         const code = exitCode === null ? '' : ` (exit ${exitCode})`;
         this.settings.message(`unit ${id} ${outcome.status}${code}: ${outcome.note}`);
@@ -370,21 +374,6 @@ export class BatchRun {
     }
   }
 
-  /**
-   * The result of a cancelled unit names the cancel: the dispatcher's FALLBACK (which names the
-   * signal and keeps the worker's output) with its reason lines saying so, or a FALLBACK of
-   * prun's own when the dispatcher published none.
-   */
-  private publishCancelled(id: string, result: ReturnType<typeof readResultHead>, note: string): void {
-    const path = this.paths.result(id);
-    if (result !== null && result !== 'unparsed' && result.fallback) {
-      const head = readHead(path, { maxBytes: MAX_REWRITTEN_RESULT_BYTES, overflow: 'refuse' });
-      const text = head.ok ? cancelledResultText(head.text, note) : null;
-      publishAtomic(path, text ?? renderFallback({ unitId: id, reason: note }), { tag: 'prun' });
-    } else if (result === null) {
-      publishAtomic(path, renderFallback({ unitId: id, reason: note }), { tag: 'prun' });
-    }
-  }
 
   /**
    * `prun cancel`: a running unit is stopped through its dispatcher (recorded first, so its end
@@ -399,11 +388,7 @@ export class BatchRun {
       let live = this.live.get(id);
       if (live === undefined) {
         // No driver watched it (prun cancel on a batch no driver holds): find its dispatcher.
-        const resultPath = this.paths.result(id);
-        const recorded =
-          entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)
-            ? { pid: entry.dispatcher_pid, start: entry.dispatcher_start ?? null }
-            : findDispatcherFor(resultPath);
+        const recorded = this.runningDispatcherOf(id);
         if (recorded !== null) {
           live = { child: null, pid: recorded.pid, start: recorded.start, memory: initialMemory(Date.now()), stallReported: false };
           this.live.set(id, live);

@@ -5,7 +5,7 @@
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { readHead } from '@prun/kit/fs';
-import { FALLBACK_CONCLUSION_PREFIX, publishAtomic } from '@prun/unit-state';
+import { FALLBACK_CONCLUSION_PREFIX, publishAtomic, renderFallback, type ResultSummary } from '@prun/unit-state';
 
 export const CANCEL_FOLDER = 'cancel';
 
@@ -58,4 +58,22 @@ export function cancelledResultText(text: string, reason: string): string | null
   lines[conclusion] = `Conclusion: ${FALLBACK_CONCLUSION_PREFIX}${reason}`;
   lines[openItems] = `Open items: ${reason}`;
   return lines.join('\n');
+}
+
+/** The largest result prun rewrites to name a cancel; a larger one gets a FALLBACK of its own. */
+const MAX_REWRITTEN_RESULT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The result of a cancelled unit names the cancel: the dispatcher's FALLBACK (which names the
+ * signal and keeps the worker's output) with its reason lines saying so, or a FALLBACK of
+ * prun's own when the dispatcher published none. Any other result is left as it is.
+ */
+export function publishCancelledResult(path: string, unitId: string, result: ResultSummary | 'unparsed' | null, note: string): void {
+  if (result === 'unparsed' || (result !== null && !result.fallback)) return;
+  let text: string | null = null;
+  if (result !== null) {
+    const head = readHead(path, { maxBytes: MAX_REWRITTEN_RESULT_BYTES, overflow: 'refuse' });
+    text = head.ok ? cancelledResultText(head.text, note) : null;
+  }
+  publishAtomic(path, text ?? renderFallback({ unitId, reason: note }), { tag: 'prun' });
 }

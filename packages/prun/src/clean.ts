@@ -166,8 +166,16 @@ export function planClean(paths: BatchPaths, entries: readonly LedgerEntry[], op
             ? `it is not this batch's own clone (${paths.clone(id)})`
             : refusalOfFact(fact));
       if (why === 'gone') continue;
-      if (why !== null) kept.push({ id, kind: target.kind, path: target.path, reason: why });
-      else remove.push({ id, kind: target.kind, path: target.path, bytes: treeBytes(target.path) });
+      if (why !== null) {
+        kept.push({ id, kind: target.kind, path: target.path, reason: why });
+        continue;
+      }
+      try {
+        remove.push({ id, kind: target.kind, path: target.path, bytes: treeBytes(target.path) });
+      } catch (error) {
+        // A folder inside it cannot be listed: rm would fail there too, so it is kept whole.
+        kept.push({ id, kind: target.kind, path: target.path, reason: `it cannot be measured (${(error as NodeJS.ErrnoException).code ?? String(error)})` });
+      }
     }
   }
   return { dir: paths.dir, remove, kept };

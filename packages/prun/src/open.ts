@@ -8,17 +8,15 @@ import {
   existsSync,
   closeSync,
   constants,
-  fsyncSync,
   lstatSync,
   mkdirSync,
-  openSync,
   readdirSync,
   renameSync,
   rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { isDirectory } from '@prun/kit/fs';
+import { fsyncPath, isDirectory } from '@prun/kit/fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { batchPaths, queuedEntry, unitEnv, type BatchPaths } from './batch.js';
 import { dispatcherRefusal, type PreflightUnit } from './dispatcher.js';
@@ -142,15 +140,6 @@ function makeParents(dir: string): string[] {
     made.push(path);
   }
   return made;
-}
-
-function fsyncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /** The hidden sibling a new batch is laid out in: `.<name>.prun-new-<pid>-<8 hex>`. */

@@ -81,7 +81,7 @@ const OWN_COMMANDS: readonly CommandSpec[] = [
     summary: "remove the state dirs (and with --clones the clones) of a batch's settled units",
     usage: ['DIR [--dry-run] [--snapshot] [--clones] [--json]'],
     description:
-      "Only a unit the ledger records as done, failed or invalid, whose result file is present and whose dispatcher is proven gone; only the state dirs and clones the batch recorded; symlinks are never followed. It takes the batch's driver lock, so it refuses (101) while a driver runs.",
+      "Only a unit the ledger records as done, failed, invalid or cancelled, whose result file is present and whose dispatcher is proven gone; only the state dirs and clones the batch recorded; symlinks are never followed. It takes the batch's driver lock, so it refuses (101) while a driver runs.",
     options: [
       { long: '--dry-run', help: 'list what would go and how many bytes; remove nothing' },
       { long: '--snapshot', help: "first archive each state dir's tail with snapshot-tail (default destination)" },

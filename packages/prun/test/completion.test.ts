@@ -58,6 +58,8 @@ for (const shell of ['bash', 'zsh', 'fish']) {
 
     it('offers nested flags, the help and version flags included', () => {
       expect(at('prun job run --')).toEqual(expect.arrayContaining(['--profile', '--name', '--background', '--timeout', '--cwd', '--help']));
+      // prun-job's commands refuse --version (as multi_agent.py's do): it is not offered there.
+      expect(at('prun job run --')).not.toContain('--version');
       expect(at('prun dispatch --')).toEqual(expect.arrayContaining(['--prompt-file', '--unit-id', '--mode', '--add-dir', '--version']));
       expect(at('prun quota route --')).toEqual(expect.arrayContaining(['--model', '--json']));
       expect(at('prun quota route --')).not.toContain('--force');

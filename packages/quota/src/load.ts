@@ -1,10 +1,9 @@
 import { fileAgeSeconds, readJsonFile } from './files.js';
 import { snapshotLocation, type Env } from './location.js';
 import type { RefreshOptions, RefreshResult } from './refresh.js';
-import { refresh as defaultRefresh } from './refresh.js';
 import { route, routeNeedsSnapshot, type RouteDecision } from './route.js';
 import { clockMs, type Clock } from './clock.js';
-import { readPoolStates, type PoolStates } from './states.js';
+import type { PoolStates } from './states.js';
 
 /** The managed snapshot is used for routing only while it is at most this old (by mtime). */
 export const QUOTA_CACHE_MAX_AGE_SECONDS = 900;
@@ -30,13 +29,19 @@ export async function loadPoolStatesForDispatch(options: LoadOptions): Promise<P
   try {
     const location = snapshotLocation(options.env);
     if (location.managed && !(await usable(location.path, clockMs(options.now)))) {
-      const refresh = options.refresh ?? defaultRefresh;
+      // The refresh and the snapshot schemas (zod) load only when used: a dispatch without a
+      // usable snapshot pays for neither (packages/quota/README.md, "Library").
+      const refresh = options.refresh ?? (await import('./refresh.js')).refresh;
       await refresh({ force: false, env: options.env, ...(options.now === undefined ? {} : { now: options.now }) }).catch(
         () => undefined,
       );
       if (!(await usable(location.path, clockMs(options.now)))) return null;
     }
-    return readPoolStates(await readJsonFile(location.path), clockMs(options.now));
+    const snapshot = await readJsonFile(location.path);
+    // Missing, unreadable or not JSON: no gate (what the schema would decide too, without loading it).
+    if (snapshot === null) return null;
+    const { readPoolStates } = await import('./states.js');
+    return readPoolStates(snapshot, clockMs(options.now));
   } catch {
     return null;
   }

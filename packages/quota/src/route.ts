@@ -2,7 +2,8 @@ import { EXIT_TEMPFAIL } from '@prun/kit/cli';
 import type { Env } from './location.js';
 import { DEFAULT_MODEL, SECOND_MODEL, modelPool, pyStrip, type Pool } from './models.js';
 import { formatPercent } from './percent.js';
-import { REQUIRED_WINDOWS, type PoolState, type PoolStates } from './states.js';
+import type { PoolState, PoolStates } from './states.js';
+import { REQUIRED_WINDOWS } from './windows.js';
 
 /** The exit code of a dispatch the quota gate refuses: every bin's temporary refusal (kit's). */
 export const QUOTA_EXHAUSTED_EXIT = EXIT_TEMPFAIL;

@@ -3,9 +3,9 @@ import { toEpochMs } from './clock.js';
 import { parseIsoInstant } from './iso-time.js';
 import { pyStrip, type Pool } from './models.js';
 
-/** The two windows Agy meters. A move on headroom needs both reported for the destination. */
-export const REQUIRED_WINDOWS = ['5h', 'weekly'] as const;
-export type QuotaWindow = (typeof REQUIRED_WINDOWS)[number];
+import { REQUIRED_WINDOWS, type QuotaWindow } from './windows.js';
+
+export { REQUIRED_WINDOWS, type QuotaWindow };
 
 /**
  * One quota group as the snapshot reports it: `remaining` and `reset` of its emptiest bucket,

@@ -80,21 +80,15 @@ export function resolveEntry(entry: EntryRead, unit: string): ResultOutcome | Re
 
 /** Second half: what the stat of the target showed. Only a real absence is `missing`. */
 export function classifyTarget(target: string, fact: StatFact): ResultOutcome {
-  const resolved = (result: ResultValue, error: UnitError | null = null): ResultOutcome => ({
-    pathState: 'resolved',
-    result,
-    target,
-    error,
-  });
   switch (fact.kind) {
     case 'absent':
-      return resolved('missing');
+      return { pathState: 'resolved', result: 'missing', target, error: null };
     case 'error':
-      return resolved('unknown', { stage: 'result-target', error: pyErrorName(fact.code) });
+      return { pathState: 'resolved', result: 'unknown', target, error: { stage: 'result-target', error: pyErrorName(fact.code) } };
     case 'not-regular':
-      return resolved('unknown', { stage: 'result-target', error: 'NotARegularFile' });
+      return { pathState: 'resolved', result: 'unknown', target, error: { stage: 'result-target', error: 'NotARegularFile' } };
     case 'regular':
-      return resolved(fact.size > 0 ? 'present' : 'empty');
+      return { pathState: 'resolved', result: fact.size > 0 ? 'present' : 'empty', target, error: null };
   }
 }
 

@@ -1,4 +1,4 @@
-import { readdirSync, statSync, type Dirent } from 'node:fs';
+import { accessSync, constants, readdirSync, statSync, type Dirent } from 'node:fs';
 import { pyExceptionName } from '@prun/kit/py';
 import { resolve } from 'node:path';
 import { STATE_FILES, isStateDirName, readSmallFile, readStateEntry, type EntryRead } from '@prun/unit-state';
@@ -68,11 +68,14 @@ export const nodeObservationFs: ObservationFs = {
     return names.some((name) => name.includes('\ufffd')) ? readdirSync(dir, { encoding: 'buffer' }) : names;
   },
   // The kernel's d_type (Node stats an entry whose type the file system does not report): one
-  // stat and one Stats object fewer per unit than stating every entry.
+  // stat and one Stats object fewer per unit than stating every entry. Where a stat of a listed
+  // entry could still fail (a root that can be read but not searched, a path near PATH_MAX),
+  // every entry is stated as before, so the failure is a `unit-entry` error as in the original.
   listDir: (dir) => {
     let entries: Array<Dirent | Dirent<Buffer>> = readdirSync(dir, { withFileTypes: true });
     if (entries.some((entry) => (entry.name as string).includes('\ufffd'))) entries = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' });
-    return entries.map((entry) => ({ name: entry.name, directory: entry.isSymbolicLink() ? null : entry.isDirectory() }));
+    const trusted = isSearchable(dir);
+    return entries.map((entry) => ({ name: entry.name, directory: trusted && !entry.isSymbolicLink() ? entry.isDirectory() : null }));
   },
   // A missing file is common (no result yet, no tail): no Error, no stack trace for it.
   stat: (path) => statSync(path, { throwIfNoEntry: false }),
@@ -81,6 +84,20 @@ export const nodeObservationFs: ObservationFs = {
   // name from STATE_FILES under a listed unit).
   readEntry: (unitDir, name) => (typeof unitDir === 'string' ? readSmallFile(`${unitDir}/${name}`) : readStateEntry(unitDir, name)),
 };
+
+/** PATH_MAX less NAME_MAX: below this, no listed name can make a path too long to stat. */
+const SHORT_ROOT_BYTES = 4096 - 256;
+
+/** Whether a listed directory can be searched, so a stat of an entry in it cannot be refused. */
+function isSearchable(dir: FsPath): boolean {
+  if (Buffer.byteLength(dir) >= SHORT_ROOT_BYTES) return false;
+  try {
+    accessSync(dir, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The error a throwing stat would have given for a missing entry (named by `errorName`). */
 function noEntry(): NodeJS.ErrnoException {
@@ -186,7 +203,9 @@ export function inspectUnit(
   }
   let tail: UnitObservation['tail'];
   try {
-    tail = tailBytesOf(statFact(fs, childPath(unit, STATE_FILES.tail).fs));
+    // A plain string path needs no byte handling: `dir/tail` as it is.
+    const tailPath = typeof unit.fs === 'string' ? `${unit.fs}/${STATE_FILES.tail}` : childPath(unit, STATE_FILES.tail).fs;
+    tail = tailBytesOf(statFact(fs, tailPath));
   } catch (error) {
     tail = { bytes: null, error: { stage: 'tail', error: errorName(error) } };
   }

@@ -137,6 +137,20 @@ describe('observation failures', () => {
     expect(report.summary?.missing_or_empty_result_units).toBe(0);
   });
 
+  it.skipIf(asUser === null)('a root that can be listed but not searched: each unit is a unit-entry PermissionError, as the original stats every entry', () => {
+    const root = openTempDir();
+    makeUnit(root, 'a', { resultEntry: join(root, 'r.md') });
+    makeUnit(root, 'b');
+    writeFileSync(join(root, 'prun-task-file'), 'not a unit');
+    chmodSync(root, 0o744); // others may read the listing, not search it
+    const { status, report } = runJson(root, [], asUser ?? {});
+    expect(report.units).toEqual([]);
+    expect(report.discovery_errors).toEqual(
+      ['prun-task-a', 'prun-task-b', 'prun-task-file'].map((name) => ({ stage: 'unit-entry', unit: join(root, name), error: 'PermissionError' })),
+    );
+    expect(status).toBe(1);
+  });
+
   it('only a real absence is reported as missing', () => {
     const root = tempDir();
     makeUnit(root, 'u', { tail: 'x', resultEntry: join(root, 'never.md') });

@@ -1,4 +1,4 @@
-import { constants, type Stats } from 'node:fs';
+import { constants, readSync, type Stats } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import type { ChunkHasher } from './hasher.js';
@@ -7,12 +7,16 @@ import { EXIT, SnapshotError, osErrorText } from './errors.js';
 /** The largest single read from the tail. */
 export const READ_CHUNK_BYTES = 1024 * 1024;
 
-/** The file-system calls on the source, replaceable in tests to inject faults. */
+/**
+ * The file-system calls on the source, replaceable in tests to inject faults. `read` fills
+ * `buffer` from `position` and answers how many bytes it read (0 at end of file), at once or
+ * as a promise.
+ */
 export interface SourceIo {
   stat(path: string): Promise<Stats>;
   open(path: string): Promise<FileHandle>;
   fstat(handle: FileHandle): Promise<Stats>;
-  read(handle: FileHandle, buffer: Buffer, position: number): Promise<number>;
+  read(handle: FileHandle, buffer: Buffer, position: number): number | Promise<number>;
 }
 
 export const defaultSourceIo: SourceIo = {
@@ -20,7 +24,9 @@ export const defaultSourceIo: SourceIo = {
   // Non-blocking so a FIFO or a device that slipped past the stat never hangs the open.
   open: (path) => open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY),
   fstat: (handle) => handle.stat(),
-  read: async (handle, buffer, position) => (await handle.read(buffer, 0, buffer.length, position)).bytesRead,
+  // A direct system call: the tail is a regular file (checked at open), and a read handed to
+  // libuv's thread pool instead costs two thread wake-ups and a promise per MiB.
+  read: (handle, buffer, position) => readSync(handle.fd, buffer, 0, buffer.length, position),
 };
 
 /** An open tail and the size it had at open: the most that will ever be read from it. */
@@ -74,78 +80,88 @@ export interface CopyResult {
   crc32: number;
 }
 
-/** One reusable buffer of a pipeline and the work still reading it (hash, write). */
-export interface PipelineSlot {
-  buffer: Buffer;
-  busy: Promise<unknown>;
-}
+// A loop over the slots blocks at most this long at a time waiting for the hash, then lets the
+// event loop run (where a failed hashing thread is noticed).
+const STALL_MS = 20;
+// Pieces handled between two turns of the event loop (8 MiB, a few milliseconds), so a signal
+// during a long copy is handled promptly: the loop itself makes only direct system calls.
+const PIECES_PER_TURN = 8;
 
-export function pipelineSlots(buffers: readonly Buffer[]): PipelineSlot[] {
-  return buffers.map((buffer) => ({ buffer, busy: Promise.resolve() }));
-}
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-/** Mark `work` handled now (it is awaited later), so an early failure is not an unhandled rejection. */
-export function keep(work: Promise<unknown>): Promise<unknown> {
-  work.catch(() => undefined);
-  return work;
-}
+/**
+ * The hasher's reusable slots in turn, for a loop that fills one, pushes it to the hash and
+ * moves on. `take` gives the next slot once the hash has finished with what it last held;
+ * `push` hashes a filled piece of it. Memory stays those few slots whatever the stream's length.
+ */
+export class SlotCycle {
+  private readonly tickets: number[];
+  private current = 0;
+  private taken = 0;
 
-/** Wait until no slot is in use any more, whatever the outcome (before its file is closed). */
-export async function drain(slots: readonly PipelineSlot[]): Promise<void> {
-  await Promise.allSettled(slots.map((slot) => slot.busy));
+  constructor(private readonly hasher: ChunkHasher) {
+    this.tickets = hasher.slots.map(() => -1);
+  }
+
+  async take(): Promise<Buffer> {
+    this.taken += 1;
+    if (this.taken % PIECES_PER_TURN === 0) await nextTurn();
+    const ticket = this.tickets[this.current]!;
+    if (ticket >= 0 && !this.hasher.waitSync(ticket, STALL_MS)) await this.hasher.wait(ticket);
+    return this.hasher.slots[this.current]!;
+  }
+
+  /** Hash `chunk`, a view of the slot `take` gave last, and move on to the next slot. */
+  push(chunk: Buffer): void {
+    this.tickets[this.current] = this.hasher.push(chunk);
+    this.current = (this.current + 1) % this.tickets.length;
+  }
 }
 
 /**
  * One pass over at most `sizeAtOpen` bytes of the tail from offset 0, in reads of at most 1 MiB
  * into the hasher's reusable slots. Each filled slot goes to the hasher (a worker thread for a
- * large tail) and to `sink` (the archive writer) at once, and its CRC-32 is taken natively while
- * both run, so reading ahead, hashing and writing overlap and memory stays the few slots whatever
- * the tail's size. Later appends are never included; an early EOF (a truncated tail) ends the copy
- * short. A read error is a SnapshotError (exit 4); a sink error propagates as it is. Returns once
- * every byte has been hashed and written.
+ * large tail) and, while it hashes there, is CRC-checked natively and handed to `sink` (the
+ * archive writer) here, so reading, hashing and writing overlap and memory stays the few slots
+ * whatever the tail's size. Later appends are never included; an early EOF (a truncated tail)
+ * ends the copy short. A read error is a SnapshotError (exit 4); a sink error propagates as it
+ * is. Returns once every byte has been hashed and written.
  */
 export async function copyBounded(
   tail: OpenTail,
   io: SourceIo,
   hasher: ChunkHasher,
-  sink: (chunk: Buffer, position: number) => Promise<unknown>,
+  sink: (chunk: Buffer, position: number) => void | Promise<unknown>,
 ): Promise<CopyResult> {
-  const slots = pipelineSlots(hasher.slots);
+  const cycle = new SlotCycle(hasher);
   let position = 0;
   let crc = 0;
-  let next = 0;
-  try {
-    for (let eof = false; !eof && position < tail.sizeAtOpen; ) {
-      const slot = slots[next]!;
-      next = (next + 1) % slots.length;
-      await slot.busy;
-      const room = Math.min(slot.buffer.length, tail.sizeAtOpen - position);
-      let filled = 0;
-      while (filled < room) {
-        const want = Math.min(READ_CHUNK_BYTES, room - filled);
-        let bytesRead: number;
-        try {
-          bytesRead = await io.read(tail.handle, slot.buffer.subarray(filled, filled + want), position + filled);
-        } catch (error) {
-          throw new SnapshotError(EXIT.source, `cannot read ${tail.path}: ${osErrorText(error)}`);
-        }
-        if (bytesRead === 0) {
-          eof = true;
-          break;
-        }
-        filled += bytesRead;
+  for (let eof = false; !eof && position < tail.sizeAtOpen; ) {
+    const buffer = await cycle.take();
+    const room = Math.min(buffer.length, tail.sizeAtOpen - position);
+    let filled = 0;
+    while (filled < room) {
+      const want = Math.min(READ_CHUNK_BYTES, room - filled);
+      let bytesRead: number;
+      try {
+        const answer = io.read(tail.handle, buffer.subarray(filled, filled + want), position + filled);
+        bytesRead = typeof answer === 'number' ? answer : await answer;
+      } catch (error) {
+        throw new SnapshotError(EXIT.source, `cannot read ${tail.path}: ${osErrorText(error)}`);
       }
-      if (filled === 0) break;
-      const chunk = slot.buffer.subarray(0, filled);
-      const hashed = hasher.update(chunk);
-      crc = crc32(chunk, crc);
-      slot.busy = keep(Promise.all([hashed, sink(chunk, position)]));
-      position += filled;
+      if (bytesRead === 0) {
+        eof = true;
+        break;
+      }
+      filled += bytesRead;
     }
-    for (const slot of slots) await slot.busy;
-  } catch (error) {
-    await drain(slots);
-    throw error;
+    if (filled === 0) break;
+    const chunk = buffer.subarray(0, filled);
+    cycle.push(chunk);
+    crc = crc32(chunk, crc);
+    const written = sink(chunk, position);
+    if (written instanceof Promise) await written;
+    position += filled;
   }
   return { bytesCopied: position, sha256: await hasher.digest(), crc32: crc >>> 0 };
 }

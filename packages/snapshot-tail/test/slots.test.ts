@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SLOT_BYTES, THREAD_THRESHOLD_BYTES, createChunkHasher, pageAlignedSlots } from '../src/hasher.js';
 
@@ -33,5 +34,40 @@ describe('reusable slots', () => {
     } finally {
       for (const hasher of hashers) await hasher.close();
     }
+  });
+});
+
+describe('the hashing thread', () => {
+  const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+
+  it('hashes every slot in flight at once, in push order, and starts afresh after a digest', async () => {
+    const hasher = createChunkHasher(THREAD_THRESHOLD_BYTES);
+    try {
+      const pieces = hasher.slots.map((slot, index) => {
+        slot.fill(index + 1, 0, 1000 + index);
+        return slot.subarray(0, 1000 + index);
+      });
+      const tickets = pieces.map((piece) => hasher.push(piece));
+      // Pushing returned at once; the thread catches up with all of them.
+      expect(tickets).toEqual(pieces.map((_, index) => index));
+      await Promise.all(tickets.map((ticket) => hasher.wait(ticket)));
+      expect(tickets.every((ticket) => hasher.waitSync(ticket, 0))).toBe(true);
+      expect(await hasher.digest()).toBe(sha256(Buffer.concat(pieces)));
+      const again = hasher.slots[0]!.subarray(0, 10);
+      again.fill(9);
+      hasher.push(again);
+      expect(await hasher.digest()).toBe(sha256(Buffer.alloc(10, 9)));
+    } finally {
+      await hasher.close();
+    }
+  });
+
+  it('refuses a chunk outside its slots, and a wait on a closed hasher ends instead of hanging', async () => {
+    const hasher = createChunkHasher(THREAD_THRESHOLD_BYTES);
+    expect(() => hasher.push(Buffer.alloc(10))).toThrow(TypeError);
+    await hasher.close();
+    // A ticket that will never be hashed: the wait notices the hasher is gone.
+    await expect(hasher.wait(5)).rejects.toThrow('the hasher is closed');
+    await expect(hasher.digest()).rejects.toThrow('the hasher is closed');
   });
 });

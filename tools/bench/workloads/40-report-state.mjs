@@ -1,7 +1,7 @@
 // prun-report-state over 10,000 units beside a bare walk that makes the same system calls
-// (readdir, a stat per unit, the result-file read as report-state reads it, a stat of the
-// target and of the tail) with nothing else: the goal is at most 1.6 times that walk, and at
-// most the original Python tool (measured when PRUN_BENCH_ORIGINALS names a folder holding
+// (a typed readdir, the result-file read as report-state reads it, a stat of the target and of
+// the tail; a unit's own stat only when the listing shows a symlink) with nothing else: the goal is at most 1.6 times that walk, and at
+// most the original Python tool (measured when PRUN_BENCH_ORIGINALS, or PRUN_ORIGINALS, names a folder holding
 // prun_state.py, otherwise against the ratio recorded for it in issue #15).
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -36,16 +36,18 @@ function buildCorpus(root, units) {
 }
 
 // The floor: exactly report-state's system calls (strace -c shows the same counts), written
-// as plainly as Node allows: one reused read buffer, stats that do not throw, no records.
+// as plainly as Node allows: one reused read buffer, stats that do not throw, no records. The
+// listing's d_type says what each entry is; only a symlink needs a stat to follow it.
 const BARE_WALK = `
 const fs = require('node:fs');
 const root = process.argv[1];
 const buffer = Buffer.allocUnsafe(65537);
 const flags = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY;
 let units = 0, bytes = 0;
-for (const name of fs.readdirSync(root).filter((n) => n.startsWith('prun-task-')).sort()) {
-  const unit = root + '/' + name;
-  if (!fs.statSync(unit).isDirectory()) continue;
+const listed = fs.readdirSync(root, { withFileTypes: true }).filter((d) => d.name.startsWith('prun-task-'));
+for (const dirent of listed.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+  const unit = root + '/' + dirent.name;
+  if (dirent.isSymbolicLink() ? !fs.statSync(unit).isDirectory() : !dirent.isDirectory()) continue;
   units += 1;
   const entry = unit + '/result-file';
   const stats = fs.statSync(entry, { throwIfNoEntry: false });
@@ -65,10 +67,12 @@ process.stdout.write(units + ' ' + bytes + '\\n');
 `;
 
 function originalScript() {
-  const folder = process.env.PRUN_BENCH_ORIGINALS;
+  const folder = lib.originalsDir();
   if (!folder) return null;
   const script = join(folder, 'prun_state.py');
-  return existsSync(script) ? script : null;
+  if (existsSync(script)) return script;
+  process.stdout.write(`  prun_state.py not found in ${folder}: comparing with the ratio recorded in issue #15\n`);
+  return null;
 }
 
 export async function run(ctx) {

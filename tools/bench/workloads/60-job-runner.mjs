@@ -50,13 +50,23 @@ export async function run(ctx) {
     const job = (args) => promisify(execFile)(process.execPath, [bin, ...args], { cwd: pi.cwd, env, encoding: 'utf8' });
     let serial = 0;
 
-    ctx.table(
+    const timedOnce = async (fn) => {
+      const start = process.hrtime.bigint();
+      await fn();
+      return { ms: Number(process.hrtime.bigint() - start) / 1e6 };
+    };
+    const rows = await ctx.compare(
       [
-        { label: 'pi --mode rpc, one echo prompt (floor)', ms: await ctx.measure(() => piDirect(env, pi.cwd), { runs: 3 }) },
-        { label: 'prun-job run (foreground, echo)', ms: await ctx.measure(() => job(['run', '--name', `fg-${(serial += 1)}`, 'bench echo']), { runs: 3 }) },
+        { label: 'pi --mode rpc, one echo prompt (floor)', run: () => timedOnce(() => piDirect(env, pi.cwd)) },
+        { label: 'prun-job run (foreground, echo)', run: () => timedOnce(() => job(['run', '--name', `fg-${(serial += 1)}`, 'bench echo'])) },
       ],
-      { readme: 'job-runner', title: 'a foreground run against the real pi, beside pi driven directly', note: 'The real pi and tools/fake-llm; pi itself dominates both.' },
+      { runs: 3, warmup: 1 },
     );
+    ctx.table(rows, {
+      readme: 'job-runner',
+      title: 'a foreground run against the real pi, beside pi driven directly',
+      note: "The real pi and tools/fake-llm. The difference is prun-job's own two start-ups (the command and the runner), the job's lock and its state files around pi's run.",
+    });
 
     await job(['run', '--background', '--name', 'steered', '[[hang]] bench']);
     // Let pi start and reach the model, so the steer measures the runner and pi's answer only.

@@ -56,7 +56,8 @@ function bareNodeRssKb() {
 export async function run(ctx) {
   const bin = join(ctx.repoRoot, 'packages', 'job-runner', 'bin', 'prun-job.js');
   const seedPath = join(ORIGINALS, 'multi_agent.py');
-  const haveSeed = existsSync(seedPath);
+  // Only a named folder: a relative multi_agent.py in the current directory is not the seed.
+  const haveSeed = ORIGINALS !== '' && existsSync(seedPath);
   const root = ctx.tempDir('prun-bench-jobs-');
   const project = join(root, 'project');
   const agentDir = join(root, 'agent');
@@ -136,5 +137,5 @@ export async function run(ctx) {
     const over = prunRss.rssMiB - memory[0].rssMiB;
     process.stdout.write(`  runner: ${over.toFixed(1)} MiB over an idle bare node, goal <= ${GOAL_RUNNER_MIB}: ${over <= GOAL_RUNNER_MIB ? 'met' : 'NOT met'}\n`);
   }
-  if (!haveSeed) process.stdout.write(`  multi_agent.py not found in ${ORIGINALS}: set PRUN_BENCH_ORIGINALS (or PRUN_ORIGINALS) to the folder holding it\n`);
+  if (!haveSeed) process.stdout.write(`  multi_agent.py not found${ORIGINALS ? ` in ${ORIGINALS}` : ''}: set PRUN_BENCH_ORIGINALS (or PRUN_ORIGINALS) to the folder holding it\n`);
 }

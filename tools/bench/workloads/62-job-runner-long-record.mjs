@@ -27,13 +27,16 @@ export async function run(ctx) {
     return JSON.parse(readFileSync(report, 'utf8'));
   };
   const median = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
-  const sample = (bytes) => {
-    const runs = [1, 2, 3].map(() => once(bytes));
-    return { ms: median(runs.map((r) => r.ms)), peakMiB: median(runs.map((r) => r.runnerPeakKb)) / 1024 };
-  };
   once(1_000_000);
-  const small = sample(10_000_000);
-  const large = sample(100_000_000);
+  // Interleaved rounds (10 MB, 100 MB, 10 MB, ...), so a change in load hits both alike.
+  const runs = { small: [], large: [] };
+  for (let round = 0; round < 3; round += 1) {
+    runs.small.push(once(10_000_000));
+    runs.large.push(once(100_000_000));
+  }
+  const sample = (list) => ({ ms: median(list.map((r) => r.ms)), peakMiB: median(list.map((r) => r.runnerPeakKb)) / 1024 });
+  const small = sample(runs.small);
+  const large = sample(runs.large);
   ctx.table(
     [
       { label: 'a 10 MB record, read and parsed (baseline)', ms: small.ms, rssMiB: small.peakMiB },

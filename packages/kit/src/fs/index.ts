@@ -89,8 +89,12 @@ export function parseAtomicTempName(name: string): { target: string; tag: string
   return { target: match[1] as string, tag: match[2] as string, pid, nonce: match[4] as string };
 }
 
-function fsyncDirectory(dir: string): void {
-  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+/**
+ * Flushes a file or a directory that is already written to the disk (fsync through a read-only
+ * descriptor): after a directory's entries changed, its fsync is what makes them durable.
+ */
+export function fsyncPath(path: string): void {
+  const fd = openSync(path, constants.O_RDONLY);
   try {
     fsyncSync(fd);
   } finally {
@@ -125,7 +129,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, options
     }
     if (options.replace ?? true) renameSync(temp, path);
     else linkNoReplace(temp, path);
-    if (durable) fsyncDirectory(dir);
+    if (durable) fsyncPath(dir);
   } finally {
     rmSync(temp, { force: true });
   }
@@ -222,6 +226,18 @@ function sharedBuffer(size: number): Buffer {
   return shared;
 }
 
+/** The shared buffer grown to at least `size`, keeping its first `keep` bytes. */
+function growShared(size: number, keep: number): Buffer {
+  const old = shared;
+  if (old.length >= size) return old;
+  shared = Buffer.allocUnsafe(Math.max(size, 2 * old.length));
+  old.copy(shared, 0, 0, keep);
+  return shared;
+}
+
+/** The first buffer for a read: what fstat says is there, plus room to notice growth. */
+const READ_SLACK_BYTES = 64 * 1024;
+
 /**
  * Read the first bytes of a regular file (or those from `offset` on) without ever blocking or throwing. The path is
  * stat'ed, opened read-only with O_NONBLOCK and O_NOCTTY, and fstat'ed: anything but a regular
@@ -246,13 +262,17 @@ export function readHead(path: PathLike, options: ReadHeadOptions): HeadRead {
     return { ok: false, problem: problemOf(error) };
   }
   try {
-    if (!fstatSync(fd).isFile()) return { ok: false, problem: 'NotARegularFile' };
+    const opened = fstatSync(fd);
+    if (!opened.isFile()) return { ok: false, problem: 'NotARegularFile' };
     // One byte more than allowed tells a file of exactly maxBytes from a longer one.
     const want = maxBytes + 1;
-    const buffer = sharedBuffer(want);
+    // Sized to the file, not to the bound, and grown while the file turns out longer: a bound of
+    // 256 MiB must not allocate 256 MiB (V8 answers that much external memory with a full GC).
+    let buffer = sharedBuffer(Math.min(want, Math.max(0, opened.size - offset) + READ_SLACK_BYTES));
     let length = 0;
     while (length < want) {
-      const n = readSync(fd, buffer, length, want - length, offset + length);
+      if (length === buffer.length) buffer = growShared(Math.min(want, 2 * buffer.length), length);
+      const n = readSync(fd, buffer, length, Math.min(want, buffer.length) - length, offset + length);
       if (n === 0) break;
       length += n;
     }

@@ -1,4 +1,5 @@
 import type { BinSpec, CommandSpec, ValueKind } from './types.js';
+import { versionOffered } from './parse.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 export type Shell = (typeof SHELLS)[number];
@@ -30,7 +31,7 @@ function flatten(spec: BinSpec): Node[] {
       ...(option.short ? [{ word: option.short, help: option.help }] : []),
     ]);
     words.push({ word: '--help', help: 'show this help' });
-    if (spec.version !== false) words.push({ word: '--version', help: 'print the version' });
+    if (versionOffered(spec, path)) words.push({ word: '--version', help: 'print the version' });
     const positionals = command.positionals ?? [];
     const subs = (command.commands ?? []).filter((sub) => !sub.hidden);
     nodes.push({

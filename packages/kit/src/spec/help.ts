@@ -1,5 +1,5 @@
 import { packageVersion } from '../cli/index.js';
-import { commandAt } from './parse.js';
+import { commandAt, versionOffered } from './parse.js';
 import type { BinSpec, CommandSpec, ExitCodeSpec, OptionSpec, PositionalSpec } from './types.js';
 
 const WIDTH = 92;
@@ -91,7 +91,7 @@ export function renderHelp(spec: BinSpec, path: readonly string[] = []): string 
     
     .map((option) => [optionLabel(option, argparse), option.default !== undefined ? `${option.help} (default: ${option.default})` : option.help]);
   rows.push(['-h, --help', 'show this help']);
-  if (spec.version !== false) rows.push(['--version', 'print the version']);
+  if (versionOffered(spec, path)) rows.push(['--version', 'print the version']);
   sections.push([heading('Options'), ...table(rows)].join('\n'));
 
   const env = command.env ?? [];

@@ -8,6 +8,7 @@ export {
   parseArgv,
   unknownCommand,
   usageMistake,
+  versionOffered,
   withHelpPointer,
   type ArgvErrorKind,
   type ArgvProblem,

@@ -51,7 +51,7 @@ export class ArgvError extends CliError {
  * multi-agent dialect bin words its mistakes as its original does, without it.
  */
 export function withHelpPointer(spec: BinSpec, message: string, path: readonly string[] = []): string {
-  return spec.argvDialect === 'multi-agent' ? message : `${message} (see ${[spec.name, ...path].join(' ')} --help)`;
+  return dialectAt(spec, path) === 'multi-agent' ? message : `${message} (see ${[spec.name, ...path].join(' ')} --help)`;
 }
 
 /**
@@ -110,7 +110,7 @@ function kitWording(problem: ArgvProblem): string {
 }
 
 function argvError(spec: BinSpec, path: readonly string[], problem: ArgvProblem): ArgvError {
-  const message = spec.argvDialect === 'multi-agent' ? multiAgentWording(problem) ?? kitWording(problem) : kitWording(problem);
+  const message = dialectAt(spec, path) === 'multi-agent' ? multiAgentWording(problem) ?? kitWording(problem) : kitWording(problem);
   return new ArgvError(problem.kind, problem.word, withHelpPointer(spec, message, path), spec.usageExit ?? 2, [...path]);
 }
 
@@ -132,6 +132,33 @@ export type ParsedArgv =
     };
 
 const HELP_WORDS = new Set(['-h', '--help']);
+
+/**
+ * Whether `--version` is an option of the command at `path`: anywhere in a bin that has one,
+ * but only before the command in a multi-agent dialect bin (its original's commands refuse it).
+ * The parser, the help and the completion all ask this.
+ */
+export function versionOffered(spec: BinSpec, path: readonly string[]): boolean {
+  if (spec.version === false) return false;
+  const above = commandsAlong(spec, path).slice(0, -1);
+  return !above.some((command) => command.argvDialect === 'multi-agent');
+}
+
+/** The bin and each command down `path` (as far as the words name commands). */
+function commandsAlong(spec: CommandSpec, path: readonly string[]): CommandSpec[] {
+  const along = [spec];
+  for (const word of path) {
+    const next = findCommand(along[along.length - 1]!, word);
+    if (!next) break;
+    along.push(next);
+  }
+  return along;
+}
+
+/** The dialect at `path`: the nearest one declared on the way down, else kit's. */
+function dialectAt(spec: CommandSpec, path: readonly string[]): 'kit' | 'multi-agent' {
+  return commandsAlong(spec, path).reduce<'kit' | 'multi-agent'>((dialect, command) => command.argvDialect ?? dialect, 'kit');
+}
 
 /** The options a command accepts: its own plus the implied `-h/--help` and `--version`. */
 export function optionsOf(command: CommandSpec): readonly OptionSpec[] {
@@ -222,7 +249,7 @@ export function parseArgv(spec: BinSpec, argv: readonly string[]): ParsedArgv {
 function parseStrict(spec: BinSpec, argv: readonly string[]): ParsedArgv {
   // multi_agent.py's `Args`: values are kept as typed, `-n=5` splits too, and counting the
   // positionals or checking a value is left to the command (with its own messages).
-  const multiAgent = spec.argvDialect === 'multi-agent';
+  const multiAgent = (): boolean => dialectAt(spec, path) === 'multi-agent';
   const path: string[] = [];
   let command: CommandSpec = spec;
   const options: Record<string, OptionValue> = {};
@@ -258,8 +285,8 @@ function parseStrict(spec: BinSpec, argv: readonly string[]): ParsedArgv {
       continue;
     }
     if (HELP_WORDS.has(word)) return { kind: 'help', path, command };
-    if (word === '--version' && spec.version !== false && !multiAgent) return { kind: 'version' };
-    const eq = word.startsWith('--') || multiAgent ? word.indexOf('=') : -1;
+    if (word === '--version' && versionOffered(spec, path)) return { kind: 'version' };
+    const eq = word.startsWith('--') || multiAgent() ? word.indexOf('=') : -1;
     const name = eq > 0 ? word.slice(0, eq) : word;
     const option = findOption(command, name);
     if (!option) fail({ kind: 'unknown-option', word: name, typed: word });
@@ -278,7 +305,7 @@ function parseStrict(spec: BinSpec, argv: readonly string[]): ParsedArgv {
       raw = argv[i]!;
     }
     let value: unknown = raw;
-    if (!multiAgent) {
+    if (!multiAgent()) {
       const converted = convert(raw, option!.value);
       if (!converted.ok) fail({ kind: 'invalid-value', word: name, detail: converted.reason, value: raw });
       value = (converted as { value: unknown }).value;
@@ -292,7 +319,7 @@ function parseStrict(spec: BinSpec, argv: readonly string[]): ParsedArgv {
       options[key] = value;
     }
   }
-  if (multiAgent) return { kind: 'run', path, command, options, positionals, rest };
+  if (multiAgent()) return { kind: 'run', path, command, options, positionals, rest };
 
   for (const option of optionsOf(command)) {
     if (option.required && options[option.long.replace(/^-+/, '')] === undefined) fail({ kind: 'missing-option', word: option.long });

@@ -99,6 +99,14 @@ export interface CommandSpec {
   env?: readonly EnvSpec[];
   /** Not listed in help or completion (`prun-job __names`). */
   hidden?: boolean;
+  /**
+   * How parseArgv words mistakes. `kit` (default): one wording for every bin, each message
+   * ending `(see BIN COMMAND --help)`. `multi-agent`: the messages of multi_agent.py's argument
+   * parser, byte for byte (`unknown option: --x=1`, `--x needs a value`); values stay as typed
+   * and positional counts are left to the command, and only the bin itself takes `--version`
+   * (prun-job). Holds for this command and every command below it (a bin fronted by another keeps it).
+   */
+  argvDialect?: 'kit' | 'multi-agent';
 }
 
 export interface BinSpec extends CommandSpec {
@@ -106,13 +114,6 @@ export interface BinSpec extends CommandSpec {
   version?: boolean;
   /** The exit code of a usage error (2; prun-job keeps the original's 64). */
   usageExit?: number;
-  /**
-   * How parseArgv words mistakes. `kit` (default): one wording for every bin, each message
-   * ending `(see BIN COMMAND --help)`. `multi-agent`: the messages of multi_agent.py's argument
-   * parser, byte for byte (`unknown option: --x=1`, `--x needs a value`); values stay as typed
-   * and positional counts are left to the command (prun-job).
-   */
-  argvDialect?: 'kit' | 'multi-agent';
   /** `argparse`: lower-case headings (`usage:`, `options:`), as the Python originals print. */
   helpStyle?: 'gnu' | 'argparse';
   /** A command line that prints job names one a line, for `job-name` completion. */

@@ -712,6 +712,11 @@ export class BatchRun {
     return { dir: this.paths.dir, exitCode, stoppedBy, units: this.report() };
   }
 
+  /** What a live view shows: each unit's latest ledger entry and the units reported stalled (read-only views). */
+  snapshot(): { latest: ReadonlyMap<string, LedgerEntry>; stalled: ReadonlySet<string> } {
+    return { latest: this.latest, stalled: this.stalled };
+  }
+
   report(): UnitReport[] {
     return this.units.map((unit) => {
       const entry = this.latest.get(unit.id)!;

@@ -50,6 +50,24 @@ describe('review13: --on-unit-done and Ctrl-C', () => {
     expect(hookLog(box.root)).toEqual(['a']);
     expect(ended).toBe(true);
   }, 120_000);
+
+  it('SIGTERM to prun alone (kill PID, timeout(1)) ends it while a hook hangs', async () => {
+    box = sandbox();
+    writePlan(box.root, [planUnit('a')]);
+    const batch = execa(process.execPath, [prunBin, 'batch', 'plan.json', '--dir', 'fanout', '--on-unit-done', 'echo "$PRUN_UNIT_ID" >> hooks.log; sleep 1000'], {
+      cwd: box.root,
+      env: box.env,
+      extendEnv: false,
+      reject: false,
+      detached: true,
+    });
+    groups.push(batch.pid!);
+    await waitFor(() => hookLog(box!.root).includes('a'), 'hook a running', 60_000);
+    process.kill(batch.pid!, 'SIGTERM');
+    const ended = await Promise.race([batch.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000))]);
+    // On main: "prun: SIGTERM: stopping 0 running unit(s)", then prun waits on the hook forever.
+    expect(ended).toBe(true);
+  }, 120_000);
 });
 
 describe('review13: --dry-run checks --dir as the real run does', () => {

@@ -1,0 +1,103 @@
+// review13: gaps found trying the #13 controls and clean-up as a user would. Each test states
+// what a user expects from the docs or the issue; they fail on main as of 5ac9e2a.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { execa } from 'execa';
+import { latestStatus, ledger, planUnit, prun, prunBin, sandbox, waitFor, writePlan, type Sandbox } from './helpers.js';
+
+let box: Sandbox | undefined;
+const groups: number[] = [];
+afterEach(() => {
+  // Only the process groups this file started (prun spawned detached is its group's leader).
+  for (const pgid of groups.splice(0)) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  box?.cleanup();
+  box = undefined;
+});
+
+function hookLog(root: string): string[] {
+  const file = join(root, 'hooks.log');
+  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+}
+
+describe('review13: --on-unit-done and Ctrl-C', () => {
+  it('one Ctrl-C ends the batch: no further hook is started after it, and prun exits', async () => {
+    box = sandbox();
+    writePlan(box.root, [planUnit('a'), planUnit('b')]);
+    // A slow hook (a notifier that hangs): each run logs its unit first.
+    const hook = 'echo "$PRUN_UNIT_ID" >> hooks.log; sleep 1000';
+    const batch = execa(process.execPath, [prunBin, 'batch', 'plan.json', '--dir', 'fanout', '--jobs', '1', '--on-unit-done', hook], {
+      cwd: box.root,
+      env: box.env,
+      extendEnv: false,
+      reject: false,
+      detached: true,
+    });
+    groups.push(batch.pid!);
+    const dir = join(box.root, 'fanout');
+    // Hook a runs (and hangs) while the batch goes on and settles b.
+    await waitFor(() => hookLog(box!.root).includes('a') && existsSync(join(dir, 'ledger.jsonl')) && latestStatus(dir).b === 'done', 'hook a running and unit b done', 60_000);
+    // Ctrl-C: SIGINT to the terminal's foreground process group (prun and the hook it runs).
+    process.kill(-batch.pid!, 'SIGINT');
+    const ended = await Promise.race([batch.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000))]);
+    // On main prun kills hook a's shell with the group, then starts hook b and waits on it forever.
+    expect(hookLog(box.root)).toEqual(['a']);
+    expect(ended).toBe(true);
+  }, 120_000);
+
+  it('SIGTERM to prun alone (kill PID, timeout(1)) ends it while a hook hangs', async () => {
+    box = sandbox();
+    writePlan(box.root, [planUnit('a')]);
+    const batch = execa(process.execPath, [prunBin, 'batch', 'plan.json', '--dir', 'fanout', '--on-unit-done', 'echo "$PRUN_UNIT_ID" >> hooks.log; sleep 1000'], {
+      cwd: box.root,
+      env: box.env,
+      extendEnv: false,
+      reject: false,
+      detached: true,
+    });
+    groups.push(batch.pid!);
+    await waitFor(() => hookLog(box!.root).includes('a'), 'hook a running', 60_000);
+    process.kill(batch.pid!, 'SIGTERM');
+    const ended = await Promise.race([batch.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000))]);
+    // On main: "prun: SIGTERM: stopping 0 running unit(s)", then prun waits on the hook forever.
+    expect(ended).toBe(true);
+  }, 120_000);
+});
+
+describe('review13: --dry-run checks --dir as the real run does', () => {
+  it('--dir /proc/nope is refused (exit 2) by --dry-run, as by the real run', async () => {
+    box = sandbox();
+    writePlan(box.root, [planUnit('a')]);
+    const real = await prun(['batch', 'plan.json', '--dir', '/proc/nope'], { env: box.env, cwd: box.root });
+    expect(real.exitCode).toBe(2);
+    const dry = await prun(['batch', 'plan.json', '--dir', '/proc/nope', '--dry-run'], { env: box.env, cwd: box.root });
+    // On main: exit 0, "dry run of plan.json: ... for /proc/nope; nothing was started or created".
+    expect(dry.exitCode).toBe(2);
+    expect(String(dry.stderr)).toMatch(/^prun: .*\/proc\/nope/m);
+  }, 60_000);
+});
+
+describe('review13: an empty DIR operand', () => {
+  it("prun clean '' is a usage error (exit 2) and removes nothing, as --resume '' is; it never cleans the current directory's batch", async () => {
+    box = sandbox();
+    writePlan(box.root, [planUnit('a')]);
+    const run = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: box.root });
+    expect(run.exitCode).toBe(0);
+    const dir = join(box.root, 'fanout');
+    const stateDir = ledger(dir).at(-1)!.state_dir!;
+    expect(existsSync(stateDir)).toBe(true);
+    const resume = await prun(['batch', '--resume', ''], { env: box.env, cwd: dir });
+    expect(resume.exitCode).toBe(2);
+    // `prun clean "$DIR"` with DIR unset, typed from inside the batch directory.
+    const clean = await prun(['clean', ''], { env: box.env, cwd: dir });
+    // On main: exit 0, "removed a state dir ..." (the empty operand is the current directory).
+    expect(clean.exitCode).toBe(2);
+    expect(existsSync(stateDir)).toBe(true);
+  }, 60_000);
+});

@@ -1,14 +1,14 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
-import { CliError, closeDebuggerDoor, endProcess, formatCliError, packageVersion, STOP_SIGNALS } from '@prun/kit/cli';
+import { CliError, closeDebuggerDoor, endProcess, formatCliError, packageVersion, signalExitCode, STOP_SIGNALS } from '@prun/kit/cli';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting } from '@prun/monitor';
 import { parseArgv, renderHelp, unknownCommand } from '@prun/kit/spec';
 import { z } from 'zod';
 import { BatchRun, batchPaths, type BatchOutcome } from './batch.js';
 import { EXIT } from './errors.js';
 import { checkNewBatch, createBatch, openBatch } from './open.js';
-import { unitDoneHook } from './on-unit-done.js';
+import { HOOK_TIMEOUT_SETTING, unitDoneHook } from './on-unit-done.js';
 import { throwawayClone } from './clone.js';
 import { TOOL_COMMANDS } from './commands.js';
 import { completionScript, type Shell } from './completion.js';
@@ -154,6 +154,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   const showProgress = process.stderr.isTTY === true && !isAgentCaller(env);
   // A long-lived driver: SIGUSR1 must not open an inspector on it.
   closeDebuggerDoor();
+  const hookTimeoutS = args.onUnitDone === null ? 0 : readSecondsSetting(env, ...HOOK_TIMEOUT_SETTING);
   const cwd = process.cwd();
   if (args.dryRun) return runDryRun(args.plan!, args.dir, env, cwd, args.json);
   // Everything is checked, and the driver lock taken, before the first worker starts; the lock's
@@ -165,7 +166,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   if (opened.tornSetAside !== null) {
     process.stderr.write(`${NAME}: the ledger's last line was torn (a crash mid-write); set it aside in ${opened.tornSetAside}\n`);
   }
-  const hook = args.onUnitDone === null ? null : unitDoneHook(args.onUnitDone, { env, cwd, batchDir: paths.dir, message: (line) => process.stderr.write(`${NAME}: ${line}\n`) });
+  const hook = args.onUnitDone === null ? null : unitDoneHook(args.onUnitDone, { env, cwd, batchDir: paths.dir, timeoutS: hookTimeoutS, message: (line) => process.stderr.write(`${NAME}: ${line}\n`) });
   const run = new BatchRun(paths, opened.units, opened.ledger, {
     retries: args.retries,
     halt: args.halt,
@@ -182,11 +183,19 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   });
   run.reconcile(args.retryFailed !== undefined);
   const signals = STOP_SIGNALS;
-  const onSignal = (signal: NodeJS.Signals): void => run.interrupt(signal);
+  const onSignal = (signal: NodeJS.Signals): void => {
+    run.interrupt(signal);
+    hook?.stop(signal);
+  };
   for (const signal of signals) process.on(signal, onSignal);
   try {
-    const outcome = await run.run();
+    let outcome = await run.run();
     await hook?.drained();
+    // A signal while only hooks were left still ends the batch as an interrupted one.
+    const lateSignal = hook?.stoppedBy() ?? null;
+    if (lateSignal !== null && (outcome.stoppedBy === 'finished' || outcome.stoppedBy === 'quota' || outcome.stoppedBy === 'halt')) {
+      outcome = { ...outcome, exitCode: signalExitCode(lateSignal), stoppedBy: lateSignal };
+    }
     if (args.json) {
       process.stdout.write(
         `${JSON.stringify({ dir: outcome.dir, exit_code: outcome.exitCode, stopped_by: outcome.stoppedBy, counts: countStatuses(outcome), units: outcome.units })}\n`,

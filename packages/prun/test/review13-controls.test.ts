@@ -1,6 +1,6 @@
 // review13: gaps found trying the #13 controls and clean-up as a user would. Each test states
 // what a user expects from the docs or the issue; they fail on main as of 5ac9e2a.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
@@ -21,9 +21,34 @@ afterEach(() => {
   box = undefined;
 });
 
-function hookLog(root: string): string[] {
+function hookLines(root: string): string[] {
   const file = join(root, 'hooks.log');
   return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+}
+
+/** The units whose hook started (each run logs "<unit> <its shell's pid>"). */
+function hookLog(root: string): string[] {
+  return hookLines(root).map((line) => line.split(' ')[0]!);
+}
+
+/**
+ * Whether a process of the hook's group (its shell leads it) still runs: a zombie does not count,
+ * since a killed orphan waits on init to reap it.
+ */
+function groupAlive(root: string, unit: string): boolean {
+  const pgid = hookLines(root).find((line) => line.startsWith(`${unit} `))!.split(' ')[1];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // After the command's closing parenthesis: state, ppid, pgrp.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (pgrp === pgid && state !== 'Z') return true;
+  }
+  return false;
 }
 
 describe('review13: --on-unit-done and Ctrl-C', () => {
@@ -31,7 +56,7 @@ describe('review13: --on-unit-done and Ctrl-C', () => {
     box = sandbox();
     writePlan(box.root, [planUnit('a'), planUnit('b')]);
     // A slow hook (a notifier that hangs): each run logs its unit first.
-    const hook = 'echo "$PRUN_UNIT_ID" >> hooks.log; sleep 1000';
+    const hook = 'echo "$PRUN_UNIT_ID $$" >> hooks.log; sleep 1000';
     const batch = execa(process.execPath, [prunBin, 'batch', 'plan.json', '--dir', 'fanout', '--jobs', '1', '--on-unit-done', hook], {
       cwd: box.root,
       env: box.env,
@@ -49,12 +74,19 @@ describe('review13: --on-unit-done and Ctrl-C', () => {
     // On main prun kills hook a's shell with the group, then starts hook b and waits on it forever.
     expect(hookLog(box.root)).toEqual(['a']);
     expect(ended).toBe(true);
+    // As an interrupted batch: 128+SIGINT, the hook's whole group gone, and b's hook named as not run.
+    const result = await batch;
+    expect(result.exitCode).toBe(130);
+    expect(groupAlive(box.root, 'a')).toBe(false);
+    expect(String(result.stderr)).toMatch(/^prun: --on-unit-done for unit a \(done\) was stopped: prun received SIGINT$/m);
+    expect(String(result.stderr)).toMatch(/^prun: --on-unit-done not run for 1 unit\(s\) settled after prun received SIGINT: b$/m);
+    expect(String(result.stdout)).toMatch(/exit=130$/m);
   }, 120_000);
 
   it('SIGTERM to prun alone (kill PID, timeout(1)) ends it while a hook hangs', async () => {
     box = sandbox();
     writePlan(box.root, [planUnit('a')]);
-    const batch = execa(process.execPath, [prunBin, 'batch', 'plan.json', '--dir', 'fanout', '--on-unit-done', 'echo "$PRUN_UNIT_ID" >> hooks.log; sleep 1000'], {
+    const batch = execa(process.execPath, [prunBin, 'batch', 'plan.json', '--dir', 'fanout', '--on-unit-done', 'echo "$PRUN_UNIT_ID $$" >> hooks.log; sleep 1000'], {
       cwd: box.root,
       env: box.env,
       extendEnv: false,
@@ -67,7 +99,29 @@ describe('review13: --on-unit-done and Ctrl-C', () => {
     const ended = await Promise.race([batch.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000))]);
     // On main: "prun: SIGTERM: stopping 0 running unit(s)", then prun waits on the hook forever.
     expect(ended).toBe(true);
+    expect((await batch).exitCode).toBe(143);
+    expect(groupAlive(box.root, 'a')).toBe(false);
   }, 120_000);
+
+  it('a hook that never exits is stopped at PRUN_ON_UNIT_DONE_TIMEOUT and the batch ends as it would have', async () => {
+    box = sandbox({ PRUN_ON_UNIT_DONE_TIMEOUT: '1' });
+    writePlan(box.root, [planUnit('a')]);
+    // The shell ignores SIGTERM, so only the group SIGKILL after the grace ends its sleep.
+    const hook = 'echo "$PRUN_UNIT_ID $$" >> hooks.log; trap "" TERM; sleep 1000';
+    const run = await prun(['batch', 'plan.json', '--dir', 'fanout', '--on-unit-done', hook], { env: box.env, cwd: box.root });
+    expect(run.exitCode).toBe(0);
+    expect(String(run.stderr)).toMatch(/^prun: --on-unit-done for unit a \(done\) ran past its 1 s limit \(PRUN_ON_UNIT_DONE_TIMEOUT\) and was stopped; the batch goes on$/m);
+    expect(groupAlive(box.root, 'a')).toBe(false);
+  }, 120_000);
+
+  it('a PRUN_ON_UNIT_DONE_TIMEOUT that is not a number of seconds is refused before anything starts', async () => {
+    box = sandbox({ PRUN_ON_UNIT_DONE_TIMEOUT: 'soon' });
+    writePlan(box.root, [planUnit('a')]);
+    const run = await prun(['batch', 'plan.json', '--dir', 'fanout', '--on-unit-done', 'true'], { env: box.env, cwd: box.root });
+    expect(run.exitCode).toBe(2);
+    expect(String(run.stderr)).toMatch(/PRUN_ON_UNIT_DONE_TIMEOUT/);
+    expect(existsSync(join(box.root, 'fanout'))).toBe(false);
+  }, 60_000);
 });
 
 describe('review13: --dry-run checks --dir as the real run does', () => {

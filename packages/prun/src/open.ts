@@ -12,6 +12,7 @@ import {
   mkdirSync,
   readdirSync,
   renameSync,
+  rmdirSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -63,8 +64,8 @@ function preflightUnits(units: ResolvedUnit[], env: NodeJS.ProcessEnv, paths: Ba
 }
 
 /**
- * Check that `target` can be made a new batch directory, without creating anything: nothing
- * there (or an empty directory), and its nearest existing ancestor a directory we can write in.
+ * Check that `target` can be made a new batch directory, leaving nothing behind: nothing there
+ * (or an empty directory), and its nearest existing ancestor a directory we can make one in.
  */
 function checkNewDir(target: string, mayBeTaken: boolean): void {
   if (!mayBeTaken) checkTargetFree(target);
@@ -117,7 +118,19 @@ function checkAncestorWritable(target: string): void {
   } catch (error) {
     throw new BatchError(`--dir ${target}: cannot create it, ${ancestor} is not writable (${code(error)})`, EXIT.usage);
   }
+  // access(2) cannot tell everything (root passes it on /proc): only making a directory proves
+  // one can be made. The probe is named as a layout, so one left by a kill is cleaned as one.
+  const probe = join(ancestor, `${layoutPrefix(target)}${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    mkdirSync(probe);
+  } catch (error) {
+    throw cannotCreate(target, error);
+  }
+  rmdirSync(probe);
 }
+
+const cannotCreate = (target: string, error: unknown): BatchError =>
+  new BatchError(`cannot create the batch directory ${target}: ${code(error)}`, EXIT.usage);
 
 /** mkdir -p one component at a time (a recursive mkdir can spin on /proc); returns the dirs it made. */
 function makeParents(dir: string): string[] {
@@ -217,7 +230,7 @@ function buildAndPlace(target: string, units: ResolvedUnit[]): { lockFd: number 
     rmSync(temp, { recursive: true, force: true });
     if (lockFd !== null) closeSync(lockFd);
     if (error instanceof BatchError) throw error;
-    throw new BatchError(`cannot create the batch directory ${target}: ${code(error)}`, EXIT.usage);
+    throw cannotCreate(target, error);
   }
 }
 

@@ -134,6 +134,9 @@ describe('review13: --dry-run checks --dir as the real run does', () => {
     // On main: exit 0, "dry run of plan.json: ... for /proc/nope; nothing was started or created".
     expect(dry.exitCode).toBe(2);
     expect(String(dry.stderr)).toMatch(/^prun: .*\/proc\/nope/m);
+    // The very line the real run gives, from the same check, and nothing on stdout.
+    expect(String(dry.stderr)).toBe(String(real.stderr));
+    expect(String(dry.stdout)).toBe('');
   }, 60_000);
 });
 

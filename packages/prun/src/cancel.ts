@@ -4,11 +4,10 @@
 // lock itself and acts on the requests the same way (BatchRun.cancel), starting nothing, so that
 // `--resume` never runs a cancelled unit.
 import { closeSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { BatchRun, batchPaths } from './batch.js';
 import { writeCancelRequest } from './cancel-requests.js';
 import { BatchError, EXIT } from './errors.js';
-import { readLedger, type LedgerEntry } from './ledger.js';
+import { readLedger, resolveBatchDir, type LedgerEntry } from './ledger.js';
 import { liveLockHolder } from './lock.js';
 import { openBatch } from './open.js';
 import { loadPlan, PlanError } from './plan.js';
@@ -88,7 +87,7 @@ async function actWithoutDriver(dir: string, options: CancelOptions, request: ()
 }
 
 export async function cancelUnits(dirArg: string, idsArg: string[], options: CancelOptions): Promise<CancelReport[]> {
-  const dir = resolve(options.cwd, dirArg);
+  const dir = resolveBatchDir(dirArg, options.cwd);
   const ids = checkIds(dir, idsArg);
   const paths = batchPaths(dir);
   const before = readLedger(paths.ledger).latest;

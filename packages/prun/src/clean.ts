@@ -5,7 +5,7 @@
 // same recorded pid + start time, or command-line search, that --resume adopts by). The batch's
 // driver lock is held for the whole run, so no driver can start a unit meanwhile.
 import { closeSync, constants, lstatSync, openSync, readdirSync, rmSync, type Stats } from 'node:fs';
-import { basename, isAbsolute, join, normalize, resolve } from 'node:path';
+import { basename, isAbsolute, join, normalize } from 'node:path';
 import { CliError } from '@prun/kit/cli';
 import { groupThousands } from '@prun/report-state';
 import { STATE_FILES, isStateDirNameOf, readResultPathEntry } from '@prun/unit-state';
@@ -13,7 +13,7 @@ import { tryFlock } from '@prun/kit/fs';
 import { BATCH_FILES } from '@prun/unit-state/ledger';
 import { batchPaths, type BatchPaths } from './batch.js';
 import { BatchError, EXIT } from './errors.js';
-import { readLedger, type LedgerEntry, type UnitStatus } from './ledger.js';
+import { readLedger, resolveBatchDir, type LedgerEntry, type UnitStatus } from './ledger.js';
 import { drivenBy, liveLockHolder, takeDriverLock } from './lock.js';
 import { findDispatcherFor, isDispatcherFor, readResultHead, samePlace } from './units.js';
 
@@ -278,7 +278,7 @@ export function cleanJson(result: CleanResult, dryRun: boolean): string {
  * archived or removed (it is kept and named on stderr).
  */
 export async function runClean(dirArg: string, options: CleanOptions, env: NodeJS.ProcessEnv, cwd: string, warn: (line: string) => void): Promise<number> {
-  const paths = batchPaths(resolve(cwd, dirArg));
+  const paths = batchPaths(resolveBatchDir(dirArg, cwd));
   // prun publishes a batch directory whole: plan.json and the ledger are both there.
   for (const [file, name] of [[paths.plan, BATCH_FILES.plan], [paths.ledger, BATCH_FILES.ledger]] as const) {
     if (pathFact(file).kind === 'gone') throw new BatchError(`not a batch directory (no ${name}): ${paths.dir}`, EXIT.usage);

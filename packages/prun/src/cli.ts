@@ -16,6 +16,7 @@ import { fullSpec, OWN_SPEC } from './spec.js';
 import { batchStatus, renderStatus, renderTable } from './status.js';
 import { parseHalt, type HaltRule } from './halt.js';
 import { liveLockHolder } from './lock.js';
+import { resolveBatchDir } from './ledger.js';
 
 const NAME = 'prun';
 
@@ -233,7 +234,7 @@ async function runCancel(argv: string[], env: NodeJS.ProcessEnv): Promise<number
 
 function runStatus(argv: string[]): number {
   const { options: values, positionals } = parseOwn('status', argv);
-  const dir = resolve(positionals[0]!);
+  const dir = resolveBatchDir(positionals[0]!, process.cwd());
   const status = batchStatus(dir);
   for (const warning of status.warnings) process.stderr.write(`${NAME}: ${warning}\n`);
   process.stdout.write(

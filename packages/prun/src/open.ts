@@ -22,7 +22,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { batchPaths, queuedEntry, unitEnv, type BatchPaths } from './batch.js';
 import { dispatcherRefusal, type PreflightUnit } from './dispatcher.js';
 import { BatchError, EXIT } from './errors.js';
-import { appendLedger, readLedger, repairLedgerTail, type LedgerRead } from './ledger.js';
+import { appendLedger, readLedger, repairLedgerTail, resolveBatchDir, type LedgerRead } from './ledger.js';
 import { LOCK_FILE, drivenBy, liveLockHolder, takeDriverLock } from './lock.js';
 import { loadPlan, PlanError, type ResolvedUnit } from './plan.js';
 import { isRunning } from './units.js';
@@ -356,8 +356,7 @@ const realPath = (path: string): string | null => {
  * nothing changed), the dispatcher's checks passed; then a torn last line is set aside.
  */
 export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string, options: { preflight?: boolean } = {}): Promise<OpenBatch> {
-  if (dir.trim() === '') throw new BatchError('the batch directory must not be empty', EXIT.usage);
-  const paths = batchPaths(resolve(cwd, dir));
+  const paths = batchPaths(resolveBatchDir(dir, cwd));
   let stat;
   try {
     stat = statSync(paths.dir);

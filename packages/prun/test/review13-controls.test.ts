@@ -156,5 +156,14 @@ describe('review13: an empty DIR operand', () => {
     // On main: exit 0, "removed a state dir ..." (the empty operand is the current directory).
     expect(clean.exitCode).toBe(2);
     expect(existsSync(stateDir)).toBe(true);
+    // One shared check: every command that takes a batch directory says the same one line.
+    for (const args of [['clean', ''], ['clean', ' ', '--dry-run'], ['cancel', '', 'a'], ['status', ''], ['status', '', '--json'], ['report-state', '--batch', '']]) {
+      const refused = await prun(args, { env: box.env, cwd: dir });
+      expect(refused.exitCode, args.join(' ')).toBe(2);
+      expect(String(refused.stdout), args.join(' ')).toBe('');
+      expect(String(refused.stderr), args.join(' ')).toMatch(/^prun(-report-state)?: (--batch: )?the batch directory must not be empty$/);
+    }
+    expect(existsSync(stateDir)).toBe(true);
+    expect(latestStatus(dir).a).toBe('done');
   }, 60_000);
 });

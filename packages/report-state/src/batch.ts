@@ -2,7 +2,7 @@
 // ledger's own home (@prun/unit-state/ledger). Loaded only with --batch: the reader loads zod.
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { BATCH_FILES, LedgerError, readLedger, recordedStateDirs } from '@prun/unit-state/ledger';
+import { BATCH_FILES, LedgerError, readLedger, recordedStateDirs, resolveBatchDir } from '@prun/unit-state/ledger';
 import { CliError, EXIT_USAGE } from '@prun/kit/cli';
 
 export interface BatchScope {
@@ -22,7 +22,12 @@ export interface BatchScope {
  * (exit 2).
  */
 export function batchScope(dirArg: string, cwd: string): BatchScope {
-  const dir = resolve(cwd, dirArg);
+  let dir: string;
+  try {
+    dir = resolveBatchDir(dirArg, cwd);
+  } catch (error) {
+    throw new CliError(`--batch: ${(error as Error).message}`, { exitCode: EXIT_USAGE });
+  }
   const ledgerPath = join(dir, BATCH_FILES.ledger);
   for (const name of [BATCH_FILES.plan, BATCH_FILES.ledger]) {
     if (!existsSync(join(dir, name))) throw new CliError(`--batch: not a batch directory (no ${name}): ${dir}`, { exitCode: EXIT_USAGE });

@@ -15,6 +15,7 @@ import { batchPaths, type BatchPaths } from './batch.js';
 import { BatchError, EXIT } from './errors.js';
 import { readLedger, resolveBatchDir, type LedgerEntry, type UnitStatus } from './ledger.js';
 import { drivenBy, liveLockHolder, takeDriverLock } from './lock.js';
+import { hostedDispatchAlive } from './supervise/alive.js';
 import { findDispatcherFor, isDispatcherFor, readResultHead, samePlace } from './units.js';
 
 /** The statuses after which a unit's dispatcher has nothing more to do: only these are cleaned. */
@@ -113,10 +114,15 @@ export function treeBytes(path: string): number {
   return total;
 }
 
-/** Whether any dispatcher of this unit still runs: the recorded ones by pid and start time, then any found by its result path. */
-function dispatcherAlive(entries: readonly LedgerEntry[], resultPath: string): boolean {
+/**
+ * Whether any dispatcher of this unit still runs: one hosted by a supervisor its lines name, or
+ * (a prun before supervisors) a dispatcher process of its own, the recorded ones by pid and
+ * start time, then any found by its result path.
+ */
+function dispatcherAlive(batchDir: string, entries: readonly LedgerEntry[], resultPath: string): boolean {
+  if (hostedDispatchAlive(batchDir, entries)) return true;
   for (const entry of entries) {
-    if (entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)) return true;
+    if (entry.supervised !== true && entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)) return true;
   }
   return findDispatcherFor(resultPath) !== null;
 }
@@ -153,7 +159,7 @@ export function planClean(paths: BatchPaths, entries: readonly LedgerEntry[], op
     const refusal = unitRefusal({
       status: latest.status,
       resultPresent: readResultHead(resultPath) !== null,
-      dispatcherAlive: () => dispatcherAlive(list, resultPath),
+      dispatcherAlive: () => dispatcherAlive(paths.dir, list, resultPath),
     });
     for (const target of targets) {
       const fact = pathFact(target.path);

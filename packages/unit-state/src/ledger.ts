@@ -54,6 +54,8 @@ export const LedgerEntrySchema = z.object({
   dispatcher_pid: z.number().int().positive().optional(),
   /** The dispatcher's start time (field 22 of /proc/<pid>/stat), so a reused pid is never taken for it. */
   dispatcher_start: z.string().optional(),
+  /** While `running`: the dispatch runs inside the batch's supervisor process, which dispatcher_pid and dispatcher_start name. */
+  supervised: z.boolean().optional(),
   /** While `running`: the signal the batch passed on to the dispatcher to stop it. */
   stop_signal: z.string().optional(),
   /** While `running`, with `stop_signal`: why the batch stopped it, when not for a signal it got itself. */

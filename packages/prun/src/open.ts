@@ -350,6 +350,19 @@ const realPath = (path: string): string | null => {
 };
 
 /**
+ * A ledger with a bad line before the last stops whatever would act on the batch (exit 102,
+ * nothing changed): its units' states cannot be trusted.
+ */
+export function refuseDamagedLedger(paths: BatchPaths, ledger: LedgerRead): void {
+  if (ledger.badLines.length === 0) return;
+  const lines = ledger.badLines.join(', ');
+  throw new BatchError(
+    `ledger line${ledger.badLines.length > 1 ? 's' : ''} ${lines} of ${paths.ledger} ${ledger.badLines.length > 1 ? 'are' : 'is'} not a valid entry; nothing was changed (repair or remove the line to resume)`,
+    EXIT.ledger,
+  );
+}
+
+/**
  * An existing batch directory, ready to drive: the driver lock taken (another driver refused,
  * exit 101), its folders writable, its plan loaded, its ledger whole (a bad line before the
  * last, or a missing or empty ledger beside results or logs, stops here with exit 102 and
@@ -392,13 +405,7 @@ export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string
       throw error;
     }
     const ledger = readLedger(paths.ledger);
-    if (ledger.badLines.length > 0) {
-      const lines = ledger.badLines.join(', ');
-      throw new BatchError(
-        `ledger line${ledger.badLines.length > 1 ? 's' : ''} ${lines} of ${paths.ledger} ${ledger.badLines.length > 1 ? 'are' : 'is'} not a valid entry; nothing was changed (repair or remove the line to resume)`,
-        EXIT.ledger,
-      );
-    }
+    refuseDamagedLedger(paths, ledger);
     if (ledger.entries.length === 0 && hasRunState(paths)) {
       throw new BatchError(
         `the ledger ${paths.ledger} ${ledgerEmptiness(ledger)} but the batch has results or logs; nothing was changed (restore the ledger, or start a new batch)`,

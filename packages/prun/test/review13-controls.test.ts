@@ -1,6 +1,6 @@
 // review13: gaps found trying the #13 controls and clean-up as a user would. Each test states
 // what a user expects from the docs or the issue; they fail on main as of 5ac9e2a.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
@@ -165,5 +165,28 @@ describe('review13: an empty DIR operand', () => {
     }
     expect(existsSync(stateDir)).toBe(true);
     expect(latestStatus(dir).a).toBe('done');
+  }, 60_000);
+});
+
+describe('review13: prun cancel on a damaged ledger', () => {
+  it('refuses with 102 and changes nothing, even when the unit looks settled', async () => {
+    box = sandbox();
+    writePlan(box.root, [planUnit('a'), planUnit('b')]);
+    const run = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: box.root });
+    expect(run.exitCode).toBe(0);
+    const dir = join(box.root, 'fanout');
+    const ledgerPath = join(dir, 'ledger.jsonl');
+    // A bad line before the last: the last word on a unit can no longer be trusted.
+    const lines = readFileSync(ledgerPath, 'utf8').split('\n').filter(Boolean);
+    lines.splice(1, 0, '{"not": "an entry"}');
+    writeFileSync(ledgerPath, `${lines.join('\n')}\n`);
+    const before = readFileSync(ledgerPath, 'utf8');
+    const cancel = await prun(['cancel', 'fanout', 'a'], { env: box.env, cwd: box.root });
+    // On main: "not cancelled a: it had already settled (done)", exit 0.
+    expect(cancel.exitCode).toBe(102);
+    expect(String(cancel.stdout)).toBe('');
+    expect(String(cancel.stderr)).toMatch(/^prun: ledger line 2 of \S+ledger\.jsonl is not a valid entry; nothing was changed/);
+    expect(readFileSync(ledgerPath, 'utf8')).toBe(before);
+    expect(existsSync(join(dir, 'cancel'))).toBe(false);
   }, 60_000);
 });

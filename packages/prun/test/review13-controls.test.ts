@@ -1,6 +1,6 @@
 // review13: gaps found trying the #13 controls and clean-up as a user would. Each test states
 // what a user expects from the docs or the issue; they fail on main as of 5ac9e2a.
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
@@ -188,5 +188,32 @@ describe('review13: prun cancel on a damaged ledger', () => {
     expect(String(cancel.stderr)).toMatch(/^prun: ledger line 2 of \S+ledger\.jsonl is not a valid entry; nothing was changed/);
     expect(readFileSync(ledgerPath, 'utf8')).toBe(before);
     expect(existsSync(join(dir, 'cancel'))).toBe(false);
+  }, 60_000);
+});
+
+describe('review13: prun clean on what is not a batch, or a damaged one, creates nothing', () => {
+  it('a file, a plan.json that is a directory, and a damaged ledger are refused without a driver.lock', async () => {
+    box = sandbox();
+    writePlan(box.root, [planUnit('a')]);
+    const plan = readFileSync(join(box.root, 'plan.json'), 'utf8');
+    // `prun clean plan.json`: the plan, typed where the batch directory goes.
+    const file = await prun(['clean', 'plan.json'], { env: box.env, cwd: box.root });
+    expect(file.exitCode).toBe(2);
+    expect(String(file.stderr)).toBe(`prun: not a batch directory (not a directory): ${join(box.root, 'plan.json')}`);
+    // A directory where plan.json should be a file.
+    mkdirSync(join(box.root, 'w4', 'plan.json'), { recursive: true });
+    writeFileSync(join(box.root, 'w4', 'ledger.jsonl'), '');
+    for (const args of [['clean', 'w4'], ['clean', 'w4', '--dry-run'], ['report-state', '--batch', 'w4']]) {
+      const refused = await prun(args, { env: box.env, cwd: box.root });
+      expect(refused.exitCode, args.join(' ')).toBe(2);
+      expect(String(refused.stderr), args.join(' ')).toMatch(/^prun(-report-state)?: (--batch: )?not a batch directory \(plan\.json is not a regular file\): \S+\/w4$/);
+    }
+    expect(existsSync(join(box.root, 'w4', 'driver.lock'))).toBe(false);
+    // A ledger that cannot be read (a directory): 102, and still no lock file left behind.
+    mkdirSync(join(box.root, 'w3', 'ledger.jsonl'), { recursive: true });
+    writeFileSync(join(box.root, 'w3', 'plan.json'), plan);
+    const damaged = await prun(['clean', 'w3'], { env: box.env, cwd: box.root });
+    expect(damaged.exitCode).toBe(102);
+    expect(existsSync(join(box.root, 'w3', 'driver.lock'))).toBe(false);
   }, 60_000);
 });

@@ -5,7 +5,7 @@
 import * as nodeFs from 'node:fs';
 import * as nodePath from 'node:path';
 import { CliError, EXIT_USAGE } from '@prun/kit/cli';
-import { readHead } from '@prun/kit/fs';
+import { isDirectory, isRegularFile, readHead } from '@prun/kit/fs';
 import { z } from 'zod';
 
 /** The files of a batch directory that other tools find it by. */
@@ -19,6 +19,19 @@ export const BATCH_FILES = { plan: 'plan.json', ledger: 'ledger.jsonl' } as cons
 export function resolveBatchDir(operand: string, cwd: string): string {
   if (operand.trim() === '') throw new CliError('the batch directory must not be empty', { exitCode: EXIT_USAGE });
   return nodePath.resolve(cwd, operand);
+}
+
+/**
+ * Why `dir` is not a batch directory, or null when it is one: prun publishes a batch whole, a
+ * directory holding a plan.json file and the ledger. Worded to follow "not a batch directory (".
+ */
+export function batchDirProblem(dir: string): string | null {
+  if (!isDirectory(dir)) return nodeFs.existsSync(dir) ? 'not a directory' : 'no such directory';
+  for (const name of [BATCH_FILES.plan, BATCH_FILES.ledger]) {
+    if (!nodeFs.existsSync(nodePath.join(dir, name))) return `no ${name}`;
+  }
+  if (!isRegularFile(nodePath.join(dir, BATCH_FILES.plan))) return `${BATCH_FILES.plan} is not a regular file`;
+  return null;
 }
 
 /**

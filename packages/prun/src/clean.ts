@@ -242,7 +242,8 @@ async function archiveTail(stateDir: string, env: NodeJS.ProcessEnv, cwd: string
   if (tail.kind === 'symlink') return { failure: 'its tail is a symlink (never followed), so it was not archived' };
   const { snapshotTail, parseEnv, SnapshotError } = await import('@prun/snapshot-tail');
   try {
-    const outcome = await snapshotTail({ unit: stateDir, env: parseEnv(env), cwd });
+    // prun clean has no --dest: a refused default location is moved by XDG_STATE_HOME only.
+    const outcome = await snapshotTail({ unit: stateDir, env: parseEnv(env), cwd, destinationLever: 'environment' });
     return { published: outcome.published };
   } catch (error) {
     if (error instanceof SnapshotError || error instanceof CliError) return { failure: `snapshot failed: ${error.message}` };

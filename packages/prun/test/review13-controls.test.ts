@@ -1,6 +1,6 @@
 // review13: gaps found trying the #13 controls and clean-up as a user would. Each test states
 // what a user expects from the docs or the issue; they fail on main as of 5ac9e2a.
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
@@ -215,5 +215,31 @@ describe('review13: prun clean on what is not a batch, or a damaged one, creates
     const damaged = await prun(['clean', 'w3'], { env: box.env, cwd: box.root });
     expect(damaged.exitCode).toBe(102);
     expect(existsSync(join(box.root, 'w3', 'driver.lock'))).toBe(false);
+  }, 60_000);
+});
+
+describe('review13: prun clean --snapshot advice', () => {
+  it('a group/world-writable default snapshot dir keeps the state dir (exit 1) with advice prun clean can follow: no --dest', async () => {
+    box = sandbox();
+    writePlan(box.root, [planUnit('a')]);
+    const run = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: box.root });
+    expect(run.exitCode).toBe(0);
+    const stateDir = ledger(join(box.root, 'fanout')).at(-1)!.state_dir!;
+    // The default location (no XDG_STATE_HOME: $HOME/.local/state/...), made world-writable.
+    const snapshots = join(box.env.HOME!, '.local', 'state', 'anywhere-agents', 'prun', 'snapshots');
+    mkdirSync(snapshots, { recursive: true });
+    chmodSync(snapshots, 0o777);
+    const clean = await prun(['clean', 'fanout', '--snapshot'], { env: box.env, cwd: box.root });
+    expect(clean.exitCode).toBe(1);
+    expect(existsSync(stateDir)).toBe(true);
+    const stderr = String(clean.stderr);
+    expect(stderr).toContain(`${snapshots} is group- or world-accessible (mode 0777)`);
+    // On main: "... use a private directory elsewhere (omit --dest for the default location)".
+    expect(stderr).not.toContain('--dest');
+    expect(stderr).toContain('set XDG_STATE_HOME to a private directory');
+    // The advice works as typed.
+    const advised = await prun(['clean', 'fanout', '--snapshot'], { env: { ...box.env, XDG_STATE_HOME: join(box.root, 'state') }, cwd: box.root });
+    expect(advised.exitCode).toBe(0);
+    expect(existsSync(stateDir)).toBe(false);
   }, 60_000);
 });

@@ -1,14 +1,14 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
-import { CliError, closeDebuggerDoor, endProcess, formatCliError, packageVersion, STOP_SIGNALS } from '@prun/kit/cli';
+import { CliError, closeDebuggerDoor, endProcess, formatCliError, packageVersion, signalExitCode, STOP_SIGNALS } from '@prun/kit/cli';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting } from '@prun/monitor';
 import { parseArgv, renderHelp, unknownCommand } from '@prun/kit/spec';
 import { z } from 'zod';
 import { BatchRun, batchPaths, type BatchOutcome } from './batch.js';
 import { EXIT } from './errors.js';
 import { checkNewBatch, createBatch, openBatch } from './open.js';
-import { unitDoneHook } from './on-unit-done.js';
+import { HOOK_TIMEOUT_SETTING, unitDoneHook } from './on-unit-done.js';
 import { throwawayClone } from './clone.js';
 import { TOOL_COMMANDS } from './commands.js';
 import { completionScript, type Shell } from './completion.js';
@@ -18,6 +18,7 @@ import { panelWanted, type LivePanel } from './live/live-panel.js';
 import { removeSummary, writeSummary } from './live/watch.js';
 import { parseHalt, type HaltRule } from './halt.js';
 import { liveLockHolder } from './lock.js';
+import { resolveBatchDir } from './ledger.js';
 
 const NAME = 'prun';
 
@@ -156,6 +157,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   const showProgress = process.stderr.isTTY === true && !isAgentCaller(env);
   // A long-lived driver: SIGUSR1 must not open an inspector on it.
   closeDebuggerDoor();
+  const hookTimeoutS = args.onUnitDone === null ? 0 : readSecondsSetting(env, ...HOOK_TIMEOUT_SETTING);
   const cwd = process.cwd();
   if (args.dryRun) return runDryRun(args.plan!, args.dir, env, cwd, args.json);
   // Everything is checked, and the driver lock taken, before the first worker starts; the lock's
@@ -173,7 +175,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
     if (panel === null) process.stderr.write(`${NAME}: ${line}\n`);
     else panel.message(`${NAME}: ${line}`);
   };
-  const hook = args.onUnitDone === null ? null : unitDoneHook(args.onUnitDone, { env, cwd, batchDir: paths.dir, message: say });
+  const hook = args.onUnitDone === null ? null : unitDoneHook(args.onUnitDone, { env, cwd, batchDir: paths.dir, timeoutS: hookTimeoutS, message: say });
   const run = new BatchRun(paths, opened.units, opened.ledger, {
     retries: args.retries,
     halt: args.halt,
@@ -202,11 +204,19 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
     );
   }
   const signals = STOP_SIGNALS;
-  const onSignal = (signal: NodeJS.Signals): void => run.interrupt(signal);
+  const onSignal = (signal: NodeJS.Signals): void => {
+    run.interrupt(signal);
+    hook?.stop(signal);
+  };
   for (const signal of signals) process.on(signal, onSignal);
   try {
-    const outcome = await run.run();
+    let outcome = await run.run();
     await hook?.drained();
+    // A signal while only hooks were left still ends the batch as an interrupted one.
+    const lateSignal = hook?.stoppedBy() ?? null;
+    if (lateSignal !== null && (outcome.stoppedBy === 'finished' || outcome.stoppedBy === 'quota' || outcome.stoppedBy === 'halt')) {
+      outcome = { ...outcome, exitCode: signalExitCode(lateSignal), stoppedBy: lateSignal };
+    }
     // The final table takes the panel's place.
     panel?.close();
     panel = null;
@@ -253,7 +263,7 @@ async function runStatus(argv: string[], env: NodeJS.ProcessEnv): Promise<number
     if (values.json === true) throw new UsageError('status: --watch and --json do not go together (prun wait DIR --json prints the final summary)');
     return (await import('./live/commands.js')).runStatusWatch(positionals[0]!, env);
   }
-  const dir = resolve(positionals[0]!);
+  const dir = resolveBatchDir(positionals[0]!, process.cwd());
   const status = batchStatus(dir);
   for (const warning of status.warnings) process.stderr.write(`${NAME}: ${warning}\n`);
   process.stdout.write(

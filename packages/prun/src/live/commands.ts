@@ -7,7 +7,7 @@ import { MONITOR_ENV, readSecondsSetting } from '@prun/monitor';
 import { STATE_FILES } from '@prun/unit-state';
 import { batchPaths, type BatchPaths } from '../batch.js';
 import { BatchError, EXIT } from '../errors.js';
-import { readLedger, type LedgerEntry } from '../ledger.js';
+import { readLedger, resolveBatchDir, type LedgerEntry } from '../ledger.js';
 import { liveLockHolder } from '../lock.js';
 import { loadPlan, PlanError } from '../plan.js';
 import { batchStatus, renderStatus } from '../status.js';
@@ -24,7 +24,8 @@ const CHUNK_BYTES = 1024 * 1024;
 
 /** The batch at `dir`, waiting briefly for it to appear; its unit ids from its own plan. */
 async function openForWatch(dir: string, graceMs: number): Promise<{ paths: BatchPaths; ids: string[] }> {
-  const paths = batchPaths(dir);
+  // An empty DIR is a usage error here as for every batch command, never the current directory.
+  const paths = batchPaths(resolveBatchDir(dir, process.cwd()));
   // A batch directory appears whole (laid out aside, then renamed): only a missing one is worth a wait.
   if (!(await awaitBatchDir(paths, existsSync(paths.dir) ? 0 : graceMs))) throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, EXIT.usage);
   try {

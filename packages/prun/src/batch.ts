@@ -1,22 +1,24 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync, renameSync } from 'node:fs';
+import { existsSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { signalExitCode } from '@prun/kit/cli';
 import { TIMEOUT_SETTING } from '@prun/dispatcher-agy';
 import { classifyUnit, initialMemory, observeUnit, probeDispatch, type UnitMemory } from '@prun/monitor';
 import { publishAtomic, renderFallback, resultShapeLines } from '@prun/unit-state';
 import { throwawayClone, CloneError } from './clone.js';
-import { dispatcherCommandLine, type DispatchRequest } from './dispatcher.js';
+import { dispatcherOptions, type DispatchRequest } from './dispatcher.js';
 import { EXIT } from './errors.js';
 import { LOCK_FILE } from './lock.js';
 import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
 import { BATCH_FILES } from '@prun/unit-state/ledger';
 import { countsAgainstBatch, isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
-import { clearCancelRequest, pendingCancelRequests, publishCancelledResult } from './cancel-requests.js';
+import { clearCancelRequest, pendingCancelRequests, publishStoppedResult } from './cancel-requests.js';
 import { haltReached, type HaltRule } from './halt.js';
-import { stopRunningUnit } from './stop.js';
+import { stopRunningUnit, type RunningDispatch } from './stop.js';
 import type { ResolvedUnit } from './plan.js';
 import { batchExitCode, decide, quotaRetryTime } from './schedule.js';
+import { hostedState, supervisorOf } from './supervise/alive.js';
+import { SupervisorClient } from './supervise/client.js';
+import { removeDeadSupervisors } from './supervise/cleanup.js';
 import {
   findDispatcherFor,
   hasConversation,
@@ -147,8 +149,14 @@ export function restatePromptText(id: string): string {
 }
 
 interface Live {
-  child: ChildProcess | null;
+  /**
+   * Who runs the dispatch: `own`, this driver's supervisor (its end comes as a notice); `hosted`,
+   * a supervisor an earlier driver started (its end shows in its records); `process`, a
+   * dispatcher process of its own, from a prun before supervisors (its end shows as its absence).
+   */
+  how: 'own' | 'hosted' | 'process';
   pid: number;
+  attempt: number;
   start: string | null;
   /** The monitor library's memory of this unit's tail growth. */
   memory: UnitMemory;
@@ -165,7 +173,7 @@ interface FollowUp {
 const BUSY_RETRY_MS = 5000;
 
 /** Ledger fields that describe a live dispatch and go when the unit stops running. */
-const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'stop_signal', 'stop_reason'] as const;
+const LIVE_FIELDS = ['dispatcher_pid', 'dispatcher_start', 'supervised', 'stop_signal', 'stop_reason'] as const;
 
 /** The signal `--halt now` and `prun cancel` stop a unit's dispatcher with (its normal stop path). */
 const CONTROL_STOP_SIGNAL: NodeJS.Signals = 'SIGTERM';
@@ -193,6 +201,8 @@ export class BatchRun {
   /** Units that failed or were invalid (after their retries) in this run, for `--halt`. */
   private failures = 0;
   private wake: (() => void) | null = null;
+  /** This driver's supervisor: started with the first unit, again if it dies. */
+  private supervisor: SupervisorClient | null = null;
 
   /** `units` from the batch's own plan.json; `ledger` read (and its tail repaired) under the driver lock. */
   constructor(
@@ -218,14 +228,39 @@ export class BatchRun {
     return entry;
   }
 
-  private adopt(id: string, pid: number, start: string | null, stateDir: string | null): void {
-    this.live.set(id, { child: null, pid, start, memory: initialMemory(Date.now()), stallReported: false });
+  private adopt(id: string, live: Live, stateDir: string | null): void {
+    this.live.set(id, live);
     this.record(id, {
       state_dir: stateDir,
-      dispatcher_pid: pid,
-      ...(start === null ? {} : { dispatcher_start: start }),
+      dispatcher_pid: live.pid,
+      ...(live.start === null ? {} : { dispatcher_start: live.start }),
       note: 'adopted a dispatch still running from an earlier batch process',
     });
+  }
+
+  /**
+   * The live dispatch of a `running` unit no driver of this process started: in the supervisor
+   * its ledger line names (running, or handed over and not yet drained), or a dispatcher process
+   * of its own (recorded pid and start time, or found in /proc by its `--result-file`, for a
+   * ledger written before supervisors, whose `running` line came before the pid). Null when
+   * nothing runs it any more.
+   */
+  private findRunning(id: string, entry: LedgerEntry): Live | null {
+    const attempt = entry.attempt ?? 0;
+    const live = (how: Live['how'], pid: number, start: string | null): Live => ({ how, pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false });
+    const host = supervisorOf(entry);
+    if (host !== null) return hostedState(this.paths.dir, host, id, attempt).kind === 'running' ? live('hosted', host.pid, host.start) : null;
+    const resultPath = this.paths.result(id);
+    if (entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)) {
+      return live('process', entry.dispatcher_pid, entry.dispatcher_start ?? processStartTime(entry.dispatcher_pid));
+    }
+    const found = findDispatcherFor(resultPath);
+    return found === null ? null : live('process', found.pid, found.start);
+  }
+
+  /** How `stopRunningUnit` reaches one running unit: its dispatcher process, or its place in a supervisor. */
+  private running(id: string, live: Live): RunningDispatch {
+    return live.how === 'process' ? { id, pid: live.pid } : { id, pid: live.pid, hosted: { batchDir: this.paths.dir, start: live.start ?? '', attempt: live.attempt } };
   }
 
   /**
@@ -241,12 +276,16 @@ export class BatchRun {
       const entry = this.latest.get(unit.id)!;
       if (entry.status !== 'running') continue;
       const stateDir = entry.state_dir ?? stateDirFromLog(this.paths.stdoutLog(unit.id));
-      const found = this.runningDispatcherOf(unit.id);
+      const found = this.findRunning(unit.id, entry);
       if (found !== null) {
-        this.adopt(unit.id, found.pid, found.start, stateDir);
+        this.adopt(unit.id, found, stateDir);
         continue;
       }
-      this.settle(unit.id, null, 'settled after restart from the published result');
+      const host = supervisorOf(entry);
+      const state = host === null ? null : hostedState(this.paths.dir, host, unit.id, entry.attempt ?? 0);
+      // A hosted unit that ended while no driver watched has its exit code in its supervisor's record.
+      if (state?.kind === 'ended') this.settle(unit.id, state.exitCode, `settled after restart from its supervisor's record (exit ${state.exitCode})`);
+      else this.settle(unit.id, null, 'settled after restart from the published result');
     }
     for (const unit of this.units) {
       const entry = this.latest.get(unit.id)!;
@@ -258,21 +297,6 @@ export class BatchRun {
       const drop: (keyof LedgerEntry)[] = entry.status === 'interrupted' ? [] : ['retry'];
       this.record(unit.id, { status: 'queued', ended_at: null, exit_code: null, note: `${why}: running again ${how}` }, drop);
     }
-  }
-
-  /**
-   * The live dispatcher of a unit the ledger says is `running` and no process of this batch
-   * watches: the recorded pid with its start time and `--result-file`, or, when the pid never
-   * reached the ledger (a `running` line is written before the dispatcher starts, so a batch
-   * killed in between leaves none), one found by its result path. Null when it is gone.
-   */
-  private runningDispatcherOf(id: string): { pid: number; start: string | null } | null {
-    const entry = this.latest.get(id)!;
-    const resultPath = this.paths.result(id);
-    if (entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, resultPath, entry.dispatcher_start ?? null)) {
-      return { pid: entry.dispatcher_pid, start: entry.dispatcher_start ?? processStartTime(entry.dispatcher_pid) };
-    }
-    return findDispatcherFor(resultPath);
   }
 
   /**
@@ -308,6 +332,8 @@ export class BatchRun {
       stopSignal: entry.stop_signal ?? null,
       stderrLast: result === null ? lastLogLine(this.paths.stderrLog(id)) : null,
       cancelled: entry.stop_reason === 'cancel',
+      // The rule is not remembered across a restart: then the note says only `--halt`.
+      haltedBy: entry.stop_reason === 'halt' ? ['--halt', ...(this.settings.halt ? [this.settings.halt.text] : [])].join(' ') : null,
       retriesLeft: Math.max(0, (this.settings.retries ?? 0) - (entry.retry ?? 0)),
     });
     const facts = stateDir ? readModelFacts(stateDir) : null;
@@ -332,7 +358,9 @@ export class BatchRun {
         this.record(id, { ...base, status: 'queued', ended_at: null, note: outcome.note });
         break;
       default: {
-        if (outcome.status === 'cancelled') publishCancelledResult(this.paths.result(id), id, result, outcome.note);
+        if (outcome.status === 'cancelled' || (outcome.status === 'interrupted' && entry.stop_reason === 'halt' && result !== null)) {
+          publishStoppedResult(this.paths.result(id), id, result, outcome.note);
+        }
         this.record(id, { ...base, status: outcome.status, ended_at: nowIso(), note: outcome.note });
         const code = exitCode === null ? '' : ` (exit ${exitCode})`;
         this.settings.message(`unit ${id} ${outcome.status}${code}: ${outcome.note}`);
@@ -370,7 +398,7 @@ export class BatchRun {
     this.settings.message(`--halt ${rule.text}: ${this.failures} unit(s) failed; stopping ${this.live.size} running unit(s)`);
     for (const [id, live] of this.live) {
       if (!signalled) this.record(id, { stop_signal: CONTROL_STOP_SIGNAL, stop_reason: 'halt' });
-      stopRunningUnit({ id, pid: live.pid }, CONTROL_STOP_SIGNAL);
+      stopRunningUnit(this.running(id, live), CONTROL_STOP_SIGNAL);
     }
   }
 
@@ -388,11 +416,8 @@ export class BatchRun {
       let live = this.live.get(id);
       if (live === undefined) {
         // No driver watched it (prun cancel on a batch no driver holds): find its dispatcher.
-        const recorded = this.runningDispatcherOf(id);
-        if (recorded !== null) {
-          live = { child: null, pid: recorded.pid, start: recorded.start, memory: initialMemory(Date.now()), stallReported: false };
-          this.live.set(id, live);
-        }
+        live = this.findRunning(id, entry) ?? undefined;
+        if (live !== undefined) this.live.set(id, live);
       }
       if (entry.stop_reason === 'cancel' && live !== undefined) return 'stopping';
       this.record(id, {
@@ -406,7 +431,7 @@ export class BatchRun {
         return 'cancelled';
       }
       this.settings.message(`unit ${id}: stopping it (cancel requested by ${by})`);
-      stopRunningUnit({ id, pid: live.pid }, CONTROL_STOP_SIGNAL);
+      stopRunningUnit(this.running(id, live), CONTROL_STOP_SIGNAL);
       return 'stopping';
     }
     if (entry.status !== 'queued' && entry.status !== 'deferred' && entry.status !== 'interrupted') return 'settled';
@@ -502,11 +527,19 @@ export class BatchRun {
       addDirs: unit.addDirs,
       continueFrom: followUp?.stateDir ?? null,
     };
-    const [node, args] = dispatcherCommandLine(request);
     const env = unitEnv(this.settings.env, unit, cloneDir);
+    let host: SupervisorClient;
+    try {
+      host = this.ownSupervisor();
+    } catch (error) {
+      this.failWithoutRun(id, `could not start the batch's supervisor: ${(error as Error).message}`);
+      return;
+    }
+    const { pid, start } = host.identity;
 
-    // Recorded before the spawn: a batch killed at any point after this line finds the unit
-    // `running` on --resume and looks for its dispatcher, so no unit is dispatched twice.
+    // Recorded before the hand-over, naming the supervisor: a batch killed at any point after
+    // this line finds the unit `running` on --resume and asks that supervisor, so no unit is
+    // dispatched twice.
     this.record(
       id,
       {
@@ -522,36 +555,51 @@ export class BatchRun {
         ended_at: null,
         exit_code: null,
         attempt,
+        dispatcher_pid: pid,
+        dispatcher_start: start,
+        supervised: true,
         ...(followUp ? { note: `${followUp.restate ? 'restating the result' : 'follow-up turn'} of ${followUp.stateDir}` } : {}),
       },
       ['model_notes', 'quota_fallback'],
     );
-    // The dispatcher's output goes to files, not pipes: a batch killed mid-run must not take
-    // its dispatchers down with a broken pipe, and a resumed batch reads their STATE-DIR lines.
-    const out = openSync(this.paths.stdoutLog(id), 'a');
-    const err = openSync(this.paths.stderrLog(id), 'a');
-    let child: ChildProcess;
-    try {
-      child = spawn(node, args, { detached: true, stdio: ['ignore', out, err], env, cwd: this.paths.dir });
-    } finally {
-      closeSync(out);
-      closeSync(err);
-    }
-    // A failed spawn also emits 'error'; it is handled below as a unit that could not start.
-    child.on('error', () => undefined);
-    const pid = child.pid;
-    if (pid === undefined) {
-      this.failWithoutRun(id, 'could not start the dispatcher');
-      return;
-    }
-    const start = processStartTime(pid);
-    this.live.set(id, { child, pid, start, memory: initialMemory(Date.now()), stallReported: false });
-    this.record(id, { dispatcher_pid: pid, ...(start === null ? {} : { dispatcher_start: start }) });
-    this.settings.progress(`started ${id}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
-    child.on('exit', (code, signal) => {
-      this.live.delete(id);
-      this.settle(id, code ?? (signal ? signalExitCode(signal) : 128));
+    // The dispatch's output goes to files, not pipes: a resumed batch reads their STATE-DIR lines.
+    host.start({
+      op: 'start',
+      id,
+      attempt,
+      argv: dispatcherOptions(request),
+      env: Object.fromEntries(Object.entries(env).filter((pair): pair is [string, string] => pair[1] !== undefined)),
+      stdout: this.paths.stdoutLog(id),
+      stderr: this.paths.stderrLog(id),
     });
+    this.live.set(id, { how: 'own', pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false });
+    this.settings.progress(`started ${id}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
+  }
+
+  /** This driver's supervisor, started now if there is none (or the last one died). */
+  private ownSupervisor(): SupervisorClient {
+    if (this.supervisor?.usable !== true) {
+      this.supervisor = SupervisorClient.start(this.paths.dir, this.settings.env, (id, attempt, exitCode) => {
+        const live = this.live.get(id);
+        if (live?.how !== 'own' || live.attempt !== attempt) return;
+        this.live.delete(id);
+        this.settle(id, exitCode);
+      });
+    }
+    return this.supervisor;
+  }
+
+  /**
+   * Whether a unit this driver adopted has ended: a hosted one by its supervisor's record (or the
+   * supervisor's death), a dispatcher process of its own by its absence (not our child).
+   */
+  private adoptedEnd(id: string, live: Live): { exitCode: number | null } | null {
+    if (live.how === 'hosted') {
+      const state = hostedState(this.paths.dir, { pid: live.pid, start: live.start ?? '' }, id, live.attempt);
+      if (state.kind === 'running') return null;
+      return { exitCode: state.kind === 'ended' ? state.exitCode : null };
+    }
+    return isDispatcherFor(live.pid, this.paths.result(id), live.start) ? null : { exitCode: null };
   }
 
   /** Periodic look at running units: record state dirs as they appear, watch tails for stalls. */
@@ -563,10 +611,10 @@ export class BatchRun {
         const stateDir = stateDirFromLog(this.paths.stdoutLog(id));
         if (stateDir) this.record(id, { state_dir: stateDir });
       }
-      if (live.child === null && !isDispatcherFor(live.pid, this.paths.result(id), live.start)) {
-        // An adopted dispatcher is not our child: its end shows only as its absence.
+      const ended = live.how === 'own' ? null : this.adoptedEnd(id, live);
+      if (ended !== null) {
         this.live.delete(id);
-        this.settle(id, null, 'adopted dispatch ended');
+        this.settle(id, ended.exitCode, 'adopted dispatch ended');
         continue;
       }
       const stateDir = this.latest.get(id)!.state_dir;
@@ -602,7 +650,7 @@ export class BatchRun {
     for (const [id, live] of this.live) {
       // A unit already being cancelled stays a cancel: only the signal passes on.
       if (first && this.latest.get(id)!.stop_reason !== 'cancel') this.record(id, { stop_signal: signal }, ['stop_reason']);
-      stopRunningUnit({ id, pid: live.pid }, signal);
+      stopRunningUnit(this.running(id, live), signal);
     }
     this.wake?.();
   }
@@ -646,6 +694,12 @@ export class BatchRun {
       this.wake = null;
       this.observe();
     }
+    // Nothing runs any more: let the supervisor go, and clear away the folders of dead ones.
+    await this.supervisor?.close();
+    const inUse = new Set(
+      [...this.latest.values()].map((entry) => (entry.status === 'running' ? supervisorOf(entry) : null)).flatMap((who) => (who === null ? [] : [`${who.pid}-${who.start}`])),
+    );
+    removeDeadSupervisors(this.paths.dir, inUse);
     const failed = [...this.latest.values()].filter((entry) => countsAgainstBatch(entry.status)).length;
     let exitCode = batchExitCode(failed);
     let stoppedBy: BatchOutcome['stoppedBy'] = 'finished';
@@ -660,6 +714,11 @@ export class BatchRun {
       stoppedBy = this.stopping;
     }
     return { dir: this.paths.dir, exitCode, stoppedBy, units: this.report() };
+  }
+
+  /** What a live view shows: each unit's latest ledger entry and the units reported stalled (read-only views). */
+  snapshot(): { latest: ReadonlyMap<string, LedgerEntry>; stalled: ReadonlySet<string> } {
+    return { latest: this.latest, stalled: this.stalled };
   }
 
   report(): UnitReport[] {

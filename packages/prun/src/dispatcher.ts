@@ -1,7 +1,7 @@
 // Everything prun knows about starting a dispatcher comes from the dispatcher package's own
 // exports (its command, argv, settings check and unit-id rule), used here in one place.
 import { isDirectory } from '@prun/kit/fs';
-import { checkDispatcherSettings, dispatcherArgv, dispatcherCommand, parseArgs, resultPathProblem, UsageError, type Mode } from '@prun/dispatcher-agy';
+import { checkDispatcherSettings, dispatcherArgv, parseArgs, resultPathProblem, UsageError, type Mode } from '@prun/dispatcher-agy';
 import { locateAgy } from '@prun/model-resolve';
 
 export { unitIdProblem as dispatcherUnitIdProblem } from '@prun/dispatcher-agy';
@@ -16,10 +16,9 @@ export interface DispatchRequest {
   continueFrom: string | null;
 }
 
-/** The whole command line of one unit's dispatcher: node, the dispatcher's bin, its options. */
-export function dispatcherCommandLine(request: DispatchRequest): [string, string[]] {
-  const [node, bin] = dispatcherCommand();
-  return [node, [bin, ...dispatcherArgv(request)]];
+/** The dispatcher's options for one unit (without the program), as the supervisor runs it in-process. */
+export function dispatcherOptions(request: DispatchRequest): string[] {
+  return dispatcherArgv(request);
 }
 
 /**

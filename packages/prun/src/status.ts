@@ -7,7 +7,8 @@ import { BatchError, EXIT } from './errors.js';
 import { readLedger, type LedgerEntry } from './ledger.js';
 import { liveLockHolder } from './lock.js';
 import { loadPlan, PlanError } from './plan.js';
-import { fallbackReason, isDispatcherFor, readResultHead } from './units.js';
+import { unitDispatcherAlive } from './supervise/alive.js';
+import { fallbackReason, readResultHead } from './units.js';
 
 export interface UnitStatusRow {
   id: string;
@@ -67,8 +68,7 @@ export function batchStatus(dir: string): BatchStatus {
       exit_code: entry?.exit_code ?? null,
       result: head === null ? 'missing' : fallback ? 'fallback' : 'present',
       reason: summary && fallback ? fallbackReason(summary) : null,
-      dispatcher_alive:
-        entry?.status === 'running' && entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, paths.result(id), entry.dispatcher_start ?? null),
+      dispatcher_alive: entry !== undefined && unitDispatcherAlive(paths, entry),
       tail_bytes: entry?.state_dir ? (statRegularFile(join(entry.state_dir, STATE_FILES.tail))?.size ?? 0) : null,
       result_file: entry?.result_file ?? paths.result(id),
       state_dir: entry?.state_dir ?? null,

@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ledger, prun, sandbox, waitFor, type Sandbox } from './helpers.js';
+import { handedOver, latestStatus, ledger, prun, sandbox, waitFor, type Sandbox } from './helpers.js';
 
 let box: Sandbox | undefined;
 afterEach(() => {
@@ -50,7 +50,8 @@ describe('prun batch summary table', () => {
     writeFileSync(join(work, 'plan.json'), JSON.stringify({ units: [{ id: 'gone', prompt: 'UNIT-ID:gone [[gate never]]', model: 'fake-model-x' }, { id: 'ok', prompt: 'UNIT-ID:ok', model: 'fake-model-x' }] }));
     const dir = join(work, 'fanout');
     const run = prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: work });
-    await waitFor(() => existsSync(dir) && ledger(dir).some((l) => l.id === 'gone' && (l as { dispatcher_pid?: number }).dispatcher_pid !== undefined), 'the dispatcher of gone');
+    // The batch's supervisor hosts both units: kill it once ok is done, so only gone dies with it.
+    await waitFor(() => existsSync(dir) && handedOver(dir, 'gone') && latestStatus(dir).ok === 'done', 'the dispatcher of gone, with ok done');
     const pid = (ledger(dir).findLast((l) => l.id === 'gone' && (l as { dispatcher_pid?: number }).dispatcher_pid !== undefined) as unknown as { dispatcher_pid: number }).dispatcher_pid;
     process.kill(pid, 'SIGKILL');
     const ended = await run;

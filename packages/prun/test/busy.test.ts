@@ -3,11 +3,11 @@
 // on --resume from the FALLBACK a dispatcher published while no batch watched. Both must defer
 // the unit and run it once the clone is free: never failed, never counted as quota.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRunning } from '../src/units.js';
-import { latestStatus, ledger, openGate, prun, repoRoot, sandbox, waitFor, workerCalls, workerStarts, type Sandbox } from './helpers.js';
+import { handedOver, latestStatus, ledger, openGate, prun, repoRoot, sandbox, waitFor, workerCalls, workerStarts, type Sandbox } from './helpers.js';
 
 const DISPATCHER = join(repoRoot, 'packages/dispatcher-agy/bin/prun-dispatch-agy.js');
 
@@ -24,8 +24,18 @@ afterEach(async () => {
   box = undefined;
 });
 
-/** Whether some process holds the flock on `dir` (the dispatcher's one-worker-per-directory lock). */
-const lockHeld = (dir: string): boolean => spawnSync('flock', ['-n', dir, 'true'], { stdio: 'ignore' }).status !== 0;
+/**
+ * Whether some process holds the flock on `dir` (the dispatcher's one-worker-per-directory
+ * lock). Read from /proc/locks where there is one: asking with `flock -n` takes the lock for a
+ * moment, and a launcher trying it in that moment is refused as busy by the test itself.
+ */
+const lockHeld = (dir: string): boolean => {
+  if (!existsSync('/proc/locks')) return spawnSync('flock', ['-n', dir, 'true'], { stdio: 'ignore' }).status !== 0;
+  const inode = statSync(dir).ino;
+  return readFileSync('/proc/locks', 'utf8')
+    .split('\n')
+    .some((line) => /\bFLOCK\b/.test(line) && line.split(/\s+/).some((field) => field.endsWith(`:${inode}`)));
+};
 
 type Line = ReturnType<typeof ledger>[number] & { dispatcher_pid?: number };
 
@@ -63,13 +73,16 @@ describe('prun batch and the dispatcher\'s busy refusal', () => {
       holderErr += chunk.toString();
     });
     const holderDone = new Promise<number | null>((resolve) => holder!.once('exit', resolve));
-    await waitFor(() => lockHeld(clone) || holder!.exitCode !== null, 'the holder to take the clone lock');
+    // Waited for by its worker's start (after its launcher took the lock), not by probing the
+    // lock: a probe holds the lock for a moment itself, and the holder's launcher meeting that
+    // moment would be refused as busy.
+    await waitFor(() => (workerStarts(box!.logDir).u ?? 0) >= 2 || holder!.exitCode !== null, 'the holder to take the clone lock');
     expect(lockHeld(clone), holderErr).toBe(true);
 
     // 3. The restart path: the retry's dispatcher is held in its preflight, the batch is
     //    SIGKILLed, then the dispatcher goes on unwatched and publishes the busy FALLBACK.
     const retry = prun(['batch', '--retry-failed', 'fanout'], { env: { ...env, FAKE_AGY_PREFLIGHT_GATE: 'preflight' }, cwd: work });
-    await waitFor(() => (ledger(dir) as Line[]).some((l) => l.id === 'u' && l.status === 'running' && l.dispatcher_pid !== undefined && l.attempt === 2), 'the retry dispatcher');
+    await waitFor(() => (ledger(dir) as Line[]).some((l) => l.id === 'u' && l.status === 'running' && l.dispatcher_pid !== undefined && l.attempt === 2) && handedOver(dir, 'u'), 'the retry dispatcher');
     const unwatched = (ledger(dir) as Line[]).findLast((l) => l.dispatcher_pid !== undefined)!.dispatcher_pid!;
     retry.kill('SIGKILL');
     await retry;

@@ -116,6 +116,32 @@ export function workerStarts(logDir: string): Record<string, number> {
   return out;
 }
 
+/** A `running` ledger line's hosting: its supervisor's pid and start time, when it names one. */
+interface HostedLine {
+  id: string;
+  attempt?: number;
+  status: string;
+  dispatcher_pid?: number;
+  dispatcher_start?: string;
+  supervised?: boolean;
+}
+
+/**
+ * Whether the unit's latest `running` attempt has been handed to its supervisor and recorded
+ * there (`supervisors/<pid>-<start>/units/<id>.json`): from then on the dispatch runs whatever
+ * happens to the driver. The `running` line itself is written just before the hand-over.
+ */
+export function handedOver(dir: string, id: string): boolean {
+  const line = (ledger(dir) as unknown as HostedLine[]).findLast((l) => l.id === id);
+  if (line?.status !== 'running' || line.supervised !== true) return false;
+  try {
+    const record = JSON.parse(readFileSync(join(dir, 'supervisors', `${line.dispatcher_pid}-${line.dispatcher_start}`, 'units', `${id}.json`), 'utf8')) as { attempt: number };
+    return record.attempt === line.attempt;
+  } catch {
+    return false;
+  }
+}
+
 /** Poll until `check` holds or the deadline passes (then throw with `what`). */
 export async function waitFor(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

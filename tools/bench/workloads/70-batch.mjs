@@ -1,20 +1,30 @@
-// prun's overhead on a whole fan-out: a 100-unit batch of instant fake-agy units, beside 100
-// bare fake-agy worker runs at the same concurrency (the floor: the workers themselves).
+// prun's overhead on a whole fan-out, two ways:
+// - speed: a 100-unit batch of instant fake-agy units beside 100 bare fake-agy worker runs at
+//   the same concurrency (the floor: the workers themselves), interleaved rounds, medians;
+// - memory: a 50-unit batch with all 50 units running (fake agy that never ends), the summed
+//   RSS of prun's own processes (the driver and the batch's supervisor, and any dispatcher
+//   process), beside the goal of 600 MiB and beside 50 standalone `prun-dispatch-agy` processes
+//   running the same units (what the batch cost when every running unit had a dispatcher process
+//   of its own). The launch chain (setpriv, perl, unshare) and the workers are printed apart:
+//   they are the dispatcher's isolation and the agents themselves, the same in both.
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 
-export const title = 'prun batch: 100 instant units beside 100 bare fake-agy runs at the same concurrency';
+export const title = 'prun batch: 100 instant units beside 100 bare fake-agy runs; 50 running units, summed RSS';
 
 const UNITS = Number(process.env.PRUN_BENCH_BATCH_UNITS ?? 100);
+const RUNS = Number(process.env.PRUN_BENCH_BATCH_RUNS ?? 3);
+const RUNNING = Number(process.env.PRUN_BENCH_BATCH_RUNNING ?? 50);
+const GOAL_MIB = 600;
 
 function exec(command, args, options) {
   return new Promise((resolve, reject) => {
     const { input, ...rest } = options ?? {};
     const child = spawn(command, args, { stdio: ['pipe', 'ignore', 'ignore'], ...rest });
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited ${code}`))));
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args[1] ?? ''} exited ${code}`))));
     child.stdin.end(input);
   });
 }
@@ -31,38 +41,174 @@ async function pool(count, jobs, task) {
   await Promise.all(workers);
 }
 
+async function timed(fn) {
+  const start = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** Every process as `{ pid, ppid, argv, rssKiB }` (Linux /proc). */
+function processTable() {
+  const table = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      const rss = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${name}/status`, 'utf8'));
+      table.push({ pid: Number(name), ppid, argv, rssKiB: rss ? Number(rss[1]) : 0 });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return table;
+}
+
+/** The processes descending from `roots`, sorted into prun's own, the launch chain and the workers. */
+function treeRss(roots) {
+  const table = processTable();
+  const children = new Map();
+  for (const p of table) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
+  const seen = [];
+  const stack = table.filter((p) => roots.includes(p.pid));
+  while (stack.length > 0) {
+    const p = stack.pop();
+    seen.push(p);
+    stack.push(...(children.get(p.pid) ?? []));
+  }
+  const groups = { prun: [], chain: [], workers: [] };
+  for (const p of seen) {
+    // Node processes by their script; anything else (setpriv, perl, unshare) is the launch chain.
+    const script = /(^|\/)node$/.test(p.argv[0] ?? '') ? (p.argv[1] ?? '') : null;
+    if (script === null) groups.chain.push(p);
+    else if (/fake-agy/.test(script)) groups.workers.push(p);
+    else if (/packages\/(prun|dispatcher-agy)\//.test(script)) groups.prun.push(p);
+    else groups.chain.push(p);
+  }
+  const sum = (list) => ({ count: list.length, mib: list.reduce((total, p) => total + p.rssKiB, 0) / 1024 });
+  return { prun: sum(groups.prun), chain: sum(groups.chain), workers: sum(groups.workers) };
+}
+
+/** Resolves once `count` workers have started (each state dir under `tmp` has its `tail`). */
+async function workersStarted(tmp, count) {
+  for (;;) {
+    const started = readdirSync(tmp).filter((name) => name.startsWith('prun-task-') && existsSync(join(tmp, name, 'tail'))).length;
+    if (started >= count) return;
+    await new Promise((resolveLater) => setTimeout(resolveLater, 200));
+  }
+}
+
+/** Let RSS settle after the last start (allocation after start-up), then read it. */
+async function settledRss(roots) {
+  await new Promise((resolveLater) => setTimeout(resolveLater, 2000));
+  return treeRss(roots);
+}
+
+async function speed(ctx, env, root) {
+  const jobs = availableParallelism();
+  const fakeAgy = env.ANTIGRAVITY_BIN;
+  const prunBin = join(ctx.repoRoot, 'packages/prun/bin/prun.js');
+  const line = `${JSON.stringify({ event: 'user', message: { content: 'bench' } })}\n`;
+  const plan = join(root, 'plan.json');
+  writeFileSync(plan, JSON.stringify({ units: Array.from({ length: UNITS }, (_, i) => ({ id: `u${i}`, prompt: `unit ${i}` })) }));
+  const floor = [];
+  const batch = [];
+  for (let round = 0; round < RUNS; round += 1) {
+    floor.push(
+      await timed(() =>
+        pool(UNITS, jobs, () => exec(fakeAgy, ['--input-format', 'stream-json', '--output-format', 'stream-json', '--model', 'gemini-3.8-flash-high', '--mode', 'plan'], { env, input: line })),
+      ),
+    );
+    batch.push(await timed(() => exec(process.execPath, [prunBin, 'batch', plan, '--dir', join(root, `batch-${round}`), '--jobs', String(jobs), '--json'], { env, cwd: root })));
+  }
+  const rows = [
+    { label: `${UNITS} bare fake-agy runs, ${jobs} at a time (floor)`, ms: median(floor) },
+    { label: `prun batch of ${UNITS} instant units, --jobs ${jobs}`, ms: median(batch) },
+  ];
+  ctx.table(rows);
+  process.stdout.write(`  goal: prun batch at most x1.30 the floor (${RUNS} interleaved rounds, medians)\n`);
+  return rows;
+}
+
+async function memory(ctx, env, root) {
+  const prunBin = join(ctx.repoRoot, 'packages/prun/bin/prun.js');
+  const dispatcherBin = join(ctx.repoRoot, 'packages/dispatcher-agy/bin/prun-dispatch-agy.js');
+  const hangEnv = { ...env, FAKE_AGY_HANG: '1' };
+  const units = Array.from({ length: RUNNING }, (_, i) => ({ id: `r${i}`, prompt: `running unit ${i}` }));
+
+  // prun batch: all units running at once.
+  const tmpBatch = join(root, 'tmp-batch');
+  mkdirSync(tmpBatch);
+  const plan = join(root, 'plan-running.json');
+  writeFileSync(plan, JSON.stringify({ units }));
+  const driver = spawn(process.execPath, [prunBin, 'batch', plan, '--dir', join(root, 'batch-running'), '--jobs', String(RUNNING)], {
+    env: { ...hangEnv, TMPDIR: tmpBatch },
+    cwd: root,
+    stdio: 'ignore',
+  });
+  const driverDone = new Promise((resolveExit) => driver.on('exit', resolveExit));
+  await workersStarted(tmpBatch, RUNNING);
+  const batch = await settledRss([driver.pid]);
+  driver.kill('SIGTERM');
+  await driverDone;
+
+  // What it cost before: one standalone dispatcher process per running unit.
+  const tmpAlone = join(root, 'tmp-alone');
+  mkdirSync(tmpAlone);
+  mkdirSync(join(root, 'alone'));
+  const alone = units.map((unit) => {
+    const prompt = join(root, 'alone', `${unit.id}.md`);
+    writeFileSync(prompt, unit.prompt);
+    const child = spawn(process.execPath, [dispatcherBin, `--prompt-file=${prompt}`, `--result-file=${join(root, 'alone', `${unit.id}.result.md`)}`, `--unit-id=${unit.id}`], {
+      env: { ...hangEnv, TMPDIR: tmpAlone },
+      cwd: root,
+      stdio: 'ignore',
+      detached: true,
+    });
+    return { child, done: new Promise((resolveExit) => child.on('exit', resolveExit)) };
+  });
+  await workersStarted(tmpAlone, RUNNING);
+  const standalone = await settledRss(alone.map(({ child }) => child.pid));
+  for (const { child } of alone) child.kill('SIGTERM');
+  await Promise.all(alone.map(({ done }) => done));
+
+  const show = (label, tree) => {
+    process.stdout.write(
+      `  ${label.padEnd(44)} prun's own: ${String(tree.prun.count).padStart(3)} processes ${tree.prun.mib.toFixed(0).padStart(5)} MiB` +
+        `   launch chain: ${tree.chain.count} / ${tree.chain.mib.toFixed(0)} MiB   workers: ${tree.workers.count} / ${tree.workers.mib.toFixed(0)} MiB\n`,
+    );
+  };
+  show(`prun batch, ${RUNNING} units running`, batch);
+  show(`${RUNNING} standalone prun-dispatch-agy`, standalone);
+  ctx.report([
+    { label: `goal for ${RUNNING} running units`, value: GOAL_MIB, unit: 'MiB' },
+    { label: `prun batch: summed RSS of prun's own processes`, value: batch.prun.mib, unit: 'MiB' },
+    { label: `${RUNNING} standalone dispatcher processes (before)`, value: standalone.prun.mib, unit: 'MiB' },
+  ]);
+  return { batch, standalone };
+}
 
 export async function run(ctx) {
-  const jobs = availableParallelism();
-  const fakeAgy = join(ctx.repoRoot, 'tools/fake-agy/fake-agy');
-  const prunBin = join(ctx.repoRoot, 'packages/prun/bin/prun.js');
   const root = ctx.tempDir();
   const env = {
     ...process.env,
     HOME: root,
     TMPDIR: root,
-    ANTIGRAVITY_BIN: fakeAgy,
+    ANTIGRAVITY_BIN: join(ctx.repoRoot, 'tools/fake-agy/fake-agy'),
     ANTIGRAVITY_PREFLIGHT: 'off',
     PRUN_AGY_QUOTA_GATE: 'off',
-    FAKE_AGY_RESPONSE: '# unit result\nConclusion: complete\nFiles: none\nOpen items: none\nVerification: bench\n',
   };
-  const line = `${JSON.stringify({ event: 'user', message: { content: 'bench' } })}\n`;
-  const floor = await ctx.measure(
-    () => pool(UNITS, jobs, () => exec(fakeAgy, ['--input-format', 'stream-json', '--output-format', 'stream-json', '--model', 'gemini-3.8-flash-high', '--mode', 'plan'], { env, input: line })),
-    { runs: 1, warmup: 0 },
-  );
-  const plan = join(root, 'plan.json');
-  writeFileSync(plan, JSON.stringify({ units: Array.from({ length: UNITS }, (_, i) => ({ id: `u${i}`, prompt: `unit ${i}` })) }));
-  let n = 0;
-  const batch = await ctx.measure(
-    () => {
-      n += 1;
-      return exec(process.execPath, [prunBin, 'batch', plan, '--dir', join(root, `batch-${n}`), '--jobs', String(jobs), '--json'], { env, cwd: root });
-    },
-    { runs: 1, warmup: 0 },
-  );
-  ctx.report([
-    { label: `${UNITS} bare fake-agy runs, ${jobs} at a time (floor)`, ms: floor },
-    { label: `prun batch of ${UNITS} units, --jobs ${jobs}`, ms: batch },
-  ]);
+  // No FAKE_AGY_RESPONSE: fake agy then answers in the return contract with the unit's own id
+  // (from the relayed prompt), so every unit is done, as a real batch's would be.
+  delete env.FAKE_AGY_RESPONSE;
+  const rows = await speed(ctx, env, root);
+  const { batch, standalone } = await memory(ctx, env, root);
+  ctx.record('prun', {
+    title: `prun batch: ${UNITS} instant units beside ${UNITS} bare fake-agy runs at the same concurrency`,
+    rows,
+    note: `With ${RUNNING} units running (fake agy that never ends), prun's own processes (the driver and the batch's supervisor: ${batch.prun.count} processes) sum to ${batch.prun.mib.toFixed(0)} MiB of RSS (goal: at most ${GOAL_MIB} MiB); ${RUNNING} standalone dispatcher processes running the same units: ${standalone.prun.mib.toFixed(0)} MiB.`,
+  });
 }

@@ -1,0 +1,237 @@
+// The batch's supervisor process: it hosts every unit its driver hands it, in-process through
+// the dispatcher library, so a batch costs one Node process for all its running units instead of
+// one per unit. It is started detached by its driver (`prun batch`), in its own session, with the
+// batch directory as its working directory and one private socket to the driver on fd 3:
+//
+//   driver -> supervisor   {"op":"start",...} lines (supervise/records.ts StartRequest)
+//   supervisor -> driver   {"id","attempt","exit_code"} once a unit has ended and its record is written
+//
+// It outlives its driver: a killed or crashed driver (EOF on the socket) loses no running unit.
+// The supervisor then takes no more work, writes `drained`, and exits once its last unit has
+// ended. Every unit's state is also in `supervisors/<pid>-<start>/units/<id>.json`, written
+// before its dispatch starts and when it ends, which is what a resumed driver adopts from. Its
+// workers are bound to it by the dispatcher's own chain (parent-death signal, PID namespace):
+// if the supervisor is killed they die with it, and the units read as a killed dispatcher's.
+import { closeSync, mkdirSync, openSync, readdirSync, rmSync, watch, writeFileSync, writeSync, type FSWatcher } from 'node:fs';
+import { Socket } from 'node:net';
+import { join } from 'node:path';
+import { closeDebuggerDoor, STOP_SIGNALS, type StopSignal } from '@prun/kit/cli';
+import { processStartTime } from '../units.js';
+import { startDispatch, type HostedDispatch } from './host.js';
+import { lineSplitter, supervisorPaths, writeHostedRecord, type EndNotice, type StartRequest, type SupervisorPaths } from './records.js';
+
+/** A request line longer than this is not from our driver (a whole environment fits many times). */
+const MAX_LINE_BYTES = 16 * 1024 * 1024;
+
+interface Hosted {
+  attempt: number;
+  dispatch: HostedDispatch;
+}
+
+/** Whether a parsed line is a start request (the driver is trusted, but a bug must not crash every unit). */
+function isStartRequest(value: unknown): value is StartRequest {
+  const request = value as Partial<StartRequest> | null;
+  return (
+    typeof request === 'object' &&
+    request !== null &&
+    request.op === 'start' &&
+    typeof request.id === 'string' &&
+    /^[A-Za-z0-9_.-]+$/.test(request.id) &&
+    Number.isInteger(request.attempt) &&
+    Array.isArray(request.argv) &&
+    typeof request.env === 'object' &&
+    typeof request.stdout === 'string' &&
+    typeof request.stderr === 'string'
+  );
+}
+
+/** `<id>.<attempt>.<SIGNAL>.<nonce>`: one stop request for one attempt of one unit (see src/stop.ts). */
+function parseStopName(name: string): { id: string; attempt: number; signal: StopSignal } | null {
+  const match = /^(.+)\.(\d+)\.(SIGINT|SIGTERM|SIGHUP)\.[0-9a-f]+$/.exec(name);
+  return match === null ? null : { id: match[1]!, attempt: Number(match[2]), signal: match[3] as StopSignal };
+}
+
+class Supervisor {
+  private readonly hosted = new Map<string, Hosted>();
+  /** `<id>.<attempt>` of every dispatch that ended here: stop requests for them are dropped. */
+  private readonly endedHere = new Set<string>();
+  private driverGone = false;
+  private stopWatcher: FSWatcher | null = null;
+  private readonly onSignal = (signal: StopSignal): void => this.stopAll(signal);
+
+  constructor(
+    private readonly batchDir: string,
+    private readonly paths: SupervisorPaths,
+    private readonly channel: Socket,
+  ) {}
+
+  run(): void {
+    mkdirSync(this.paths.units, { recursive: true });
+    mkdirSync(this.paths.stop, { recursive: true });
+    // A signal to the supervisor reaches every unit it hosts, as it would each unit's own
+    // dispatcher process; its handlers also keep the signal from killing the process (and with
+    // it every unit) before the units have stopped and published.
+    for (const signal of STOP_SIGNALS) process.on(signal, this.onSignal);
+    this.stopWatcher = watch(this.paths.stop, () => this.readStops());
+    this.stopWatcher.on('error', () => undefined);
+    this.channel.setEncoding('utf8');
+    const onData = lineSplitter(
+      (line) => this.onLine(line),
+      MAX_LINE_BYTES,
+      () => process.stderr.write(`prun supervisor ${process.pid}: dropped an overlong request line\n`),
+    );
+    this.channel.on('data', onData);
+    // The driver has gone (ended, killed, crashed): keep the units, take no more.
+    this.channel.on('end', () => this.onDriverGone());
+    this.channel.on('close', () => this.onDriverGone());
+    // A write to a driver that died is lost; the unit's record carries the outcome.
+    this.channel.on('error', () => undefined);
+  }
+
+  private onLine(line: string): void {
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      value = null;
+    }
+    if (!isStartRequest(value)) {
+      process.stderr.write(`prun supervisor ${process.pid}: ignored a request that is not a start request\n`);
+      return;
+    }
+    this.start(value);
+  }
+
+  /** Record the unit, then start its dispatch; synchronous up to the start, so `drained` is true when written. */
+  private start(request: StartRequest): void {
+    const { id, attempt } = request;
+    if (this.hosted.has(id)) {
+      // The driver starts a unit only when it is not running: never two dispatches of one unit.
+      process.stderr.write(`prun supervisor ${process.pid}: unit ${id} is already running here; attempt ${attempt} refused\n`);
+      this.ended(id, attempt, 70);
+      return;
+    }
+    if (!this.recorded(id, attempt, 'running', null)) {
+      // Unrecorded, a resumed driver could not tell it runs: it is not started.
+      this.ended(id, attempt, 70);
+      return;
+    }
+    let out: number;
+    let err: number;
+    try {
+      out = openSync(request.stdout, 'a');
+      try {
+        err = openSync(request.stderr, 'a');
+      } catch (error) {
+        closeSync(out);
+        throw error;
+      }
+    } catch (error) {
+      process.stderr.write(`prun supervisor ${process.pid}: unit ${id}: cannot open its logs: ${(error as Error).message}\n`);
+      this.ended(id, attempt, 70);
+      return;
+    }
+    const write = (fd: number) => (text: string) => {
+      try {
+        writeSync(fd, text);
+      } catch {
+        // A full disk must not stop the unit; its state directory still has its output.
+      }
+    };
+    const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env: request.env, stdout: write(out), stderr: write(err) });
+    this.hosted.set(id, { attempt, dispatch });
+    // A stop request that was read before this hand-over applies now.
+    this.readStops();
+    void dispatch.done.then((code) => {
+      closeSync(out);
+      closeSync(err);
+      this.hosted.delete(id);
+      this.ended(id, attempt, code);
+    });
+  }
+
+  private ended(id: string, attempt: number, code: number): void {
+    this.endedHere.add(`${id}.${attempt}`);
+    // Unrecorded, a resumed driver settles the unit from its result alone, as for any dispatch
+    // that ended unwatched.
+    this.recorded(id, attempt, 'ended', code);
+    const notice: EndNotice = { id, attempt, exit_code: code };
+    if (!this.driverGone) this.channel.write(`${JSON.stringify(notice)}\n`);
+    this.maybeExit();
+  }
+
+  /** Write a unit's record; false (said in the supervisors' log) when it cannot be written. */
+  private recorded(id: string, attempt: number, state: 'running' | 'ended', code: number | null): boolean {
+    try {
+      writeHostedRecord(this.paths.unit(id), { id, attempt, state, exit_code: code });
+      return true;
+    } catch (error) {
+      process.stderr.write(`prun supervisor ${process.pid}: unit ${id}: cannot write its record: ${(error as Error).message}\n`);
+      return false;
+    }
+  }
+
+  private stopAll(signal: StopSignal): void {
+    for (const hosted of this.hosted.values()) hosted.dispatch.stop(signal);
+  }
+
+  /**
+   * Stop requests for one unit each (prun cancel, --halt now, the driver's signals), consumed as
+   * they come. One for an attempt not started here yet stays until it starts: the request may be
+   * read before the hand-over that came first on the socket. One for an attempt that has ended
+   * here is dropped.
+   */
+  private readStops(): void {
+    let names: string[];
+    try {
+      names = readdirSync(this.paths.stop);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const stop = parseStopName(name);
+      const hosted = stop === null ? undefined : this.hosted.get(stop.id);
+      const current = hosted !== undefined && hosted.attempt === stop!.attempt;
+      if (stop !== null && !current && !this.endedHere.has(`${stop.id}.${stop.attempt}`)) continue;
+      rmSync(join(this.paths.stop, name), { force: true });
+      if (current) hosted.dispatch.stop(stop!.signal);
+    }
+  }
+
+  private onDriverGone(): void {
+    if (this.driverGone) return;
+    this.driverGone = true;
+    // Every line the driver wrote before it went has been read and its unit recorded: a driver
+    // resuming the batch may now take a unit with no record here as never handed over.
+    try {
+      writeFileSync(this.paths.drained, `${new Date().toISOString()}\n`);
+    } catch (error) {
+      // Without it a resumed driver waits for this process to end before it re-dispatches a
+      // unit that was never handed over: slower, never wrong.
+      process.stderr.write(`prun supervisor ${process.pid}: cannot write ${this.paths.drained}: ${(error as Error).message}\n`);
+    }
+    this.channel.destroy();
+    this.maybeExit();
+  }
+
+  private maybeExit(): void {
+    if (!this.driverGone || this.hosted.size > 0) return;
+    this.stopWatcher?.close();
+    for (const signal of STOP_SIGNALS) process.off(signal, this.onSignal);
+    // Every record is written (synchronously); what may still hold the loop (a quota refresh's
+    // timer, a drained pipe) has nothing left to tell anyone.
+    process.exit(0);
+  }
+}
+
+export function main(): void {
+  closeDebuggerDoor();
+  const start = processStartTime(process.pid);
+  if (start === null) {
+    process.stderr.write(`prun supervisor ${process.pid}: cannot read its own start time from /proc\n`);
+    process.exit(70);
+  }
+  const paths = supervisorPaths(process.cwd(), { pid: process.pid, start });
+  const channel = new Socket({ fd: 3, readable: true, writable: true });
+  new Supervisor(process.cwd(), paths, channel).run();
+}

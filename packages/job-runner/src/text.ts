@@ -1,7 +1,7 @@
 // Small text and file helpers shared by the commands and the runner.
 import { closeSync, openSync, readFileSync, rmSync, appendFileSync } from 'node:fs';
 import { removeStaleTemps, writeFileAtomic } from '@prun/kit/fs';
-import { pyJsonLoads } from '@prun/kit/py';
+import { pyInt, pyJsonLoads, pyStrip } from '@prun/kit/py';
 
 export function readText(path: string): string | undefined {
   try {
@@ -28,9 +28,12 @@ export function parsePythonJson(text: string): unknown {
   }
 }
 
-export function readInt(path: string): number | undefined {
-  const text = (readText(path) ?? '').trim();
-  return /^[+-]?\d+$/.test(text) ? Number.parseInt(text, 10) : undefined;
+/**
+ * multi_agent.py's read_int: `int((read_text(path) or "").strip())`, None on ValueError. A
+ * bigint, as Python's int has no size limit and the value is printed back in progress lines.
+ */
+export function readInt(path: string): bigint | undefined {
+  return pyInt(pyStrip(readText(path) ?? '')) ?? undefined;
 }
 
 /**

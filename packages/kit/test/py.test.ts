@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { which } from '@prun/kit/fs';
 import {
+  compareCodePoints,
   expandUser,
   isPyPrintable,
   pyErrorName,
@@ -107,6 +108,7 @@ interface Answers {
   float: Array<string | null>;
   numberunassigned: string[][];
   unassigned: string[][];
+  sorted: string[][];
   dumps: string[][];
   expanduser: string[];
   errno: Array<string | null>;
@@ -116,6 +118,11 @@ const strings = fc.sample(text, { numRuns: RUNS, seed });
 const values = fc.sample(value, { numRuns: RUNS, seed });
 const numbers = fc.sample(numberText, { numRuns: RUNS * 2, seed });
 const lists = fc.sample(fc.array(text, { maxLength: 4 }), { numRuns: RUNS, seed });
+// Lists to sort: shared prefixes, so that the first difference falls after equal surrogates too.
+const sortLists = fc.sample(
+  fc.array(fc.tuple(fc.constantFrom('', 'a', '\ud83d', 'prun-'), text).map(([prefix, rest]) => prefix + rest), { maxLength: 8 }),
+  { numRuns: RUNS, seed },
+);
 const errnos = Object.keys(osConstants.errno);
 const homeCases = HOMES.flatMap((home) => PATHS.map((path) => ({ home, path })));
 let answers: Answers;
@@ -129,7 +136,7 @@ function transport(item: unknown): string {
 beforeAll(() => {
   if (python === null) return;
   const result = spawnSync(python, [oracle], {
-    input: transport({ strings, lists, numbers, values, expanduser: homeCases, errnos }),
+    input: transport({ strings, lists, sortlists: sortLists, numbers, values, expanduser: homeCases, errnos }),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -198,6 +205,13 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
     expect(['\ufeff1', '1\x85', '\u0661\u0662', '1\x1c', '1_0.5', '1._5', '.5', '1.e5', '-iNfinity', '+nan', 'in_f'].map(pyFloat)).toEqual([
       null, 1, 12, null, 10.5, null, 0.5, 100000, -Infinity, NaN, null,
     ]);
+  });
+
+  test('compareCodePoints orders str as sorted() does (code points, lone surrogates by value)', () => {
+    each(sortLists, answers.sorted, (list) => [...list].sort(compareCodePoints));
+    // JavaScript's own sort puts U+FFFF after an astral character; Python puts it before.
+    expect(['\u{1f600}', '\uffff'].sort()).toEqual(['\u{1f600}', '\uffff']);
+    expect(['\u{1f600}', '\uffff', '\ud800', 'B', 'a'].sort(compareCodePoints)).toEqual(['B', 'a', '\ud800', '\uffff', '\u{1f600}']);
   });
 
   test('pyJsonDumps is json.dumps with its defaults, ensure_ascii=False, compact separators and indent=2', () => {

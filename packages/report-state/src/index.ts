@@ -20,8 +20,9 @@ export {
   decodeSurrogateEscape,
   isUtf8,
   childPath,
-  compareCodePoints,
 } from './names.js';
+// Python's sorted() order of str; its home is @prun/kit/py, re-exported for this library's users.
+export { compareCodePoints } from '@prun/kit/py';
 export {
   type FileFacts,
   type ObservationFs,

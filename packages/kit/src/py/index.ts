@@ -76,6 +76,44 @@ export function splitUniversalLines(text: string): string[] {
   return lines;
 }
 
+// --- sorted() of str -----------------------------------------------------------------------------
+
+function isSurrogate(unit: number): boolean {
+  return unit >= 0xd800 && unit <= 0xdfff;
+}
+
+/**
+ * Python's order of `str` (`sorted()`, `<`): by code point, a lone surrogate (an undecodable
+ * byte's escape) by its own value. JavaScript's `<` and default sort compare UTF-16 units, which
+ * put U+E000..U+FFFF after astral characters.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  // UTF-16 order is code point order up to the first difference, unless a surrogate is
+  // involved there: only then is the difference looked at code point by code point.
+  const common = Math.min(a.length, b.length);
+  let k = 0;
+  while (k < common && a.charCodeAt(k) === b.charCodeAt(k)) k += 1;
+  if (k === common) return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+  const ua = a.charCodeAt(k);
+  const ub = b.charCodeAt(k);
+  if (!isSurrogate(ua) && !isSurrogate(ub)) return ua < ub ? -1 : 1;
+  return compareCodePointsFrom(a, b, k > 0 && isSurrogate(a.charCodeAt(k - 1)) ? k - 1 : k);
+}
+
+/** The slow comparison, from a position where both strings are in step. */
+function compareCodePointsFrom(a: string, b: string, from: number): number {
+  let i = from;
+  let j = from;
+  while (i < a.length && j < b.length) {
+    const ca = a.codePointAt(i) as number;
+    const cb = b.codePointAt(j) as number;
+    if (ca !== cb) return ca < cb ? -1 : 1;
+    i += ca > 0xffff ? 2 : 1;
+    j += cb > 0xffff ? 2 : 1;
+  }
+  return a.length - i === b.length - j ? 0 : a.length - i < b.length - j ? -1 : 1;
+}
+
 // --- repr ---------------------------------------------------------------------------------------
 
 // str.isprintable: false for the categories Other (Cc, Cf, Cs, Co, Cn) and Separator (Zl, Zp,

@@ -1,7 +1,7 @@
 // Small text and file helpers shared by the commands and the runner.
 import { closeSync, openSync, readFileSync, rmSync, appendFileSync } from 'node:fs';
 import { removeStaleTemps, writeFileAtomic } from '@prun/kit/fs';
-import { pyInt, pyJsonLoads, pyStrip } from '@prun/kit/py';
+import { pyInt, pyJsonLoads, pySplit, pyStr, pyStrip } from '@prun/kit/py';
 
 export function readText(path: string): string | undefined {
   try {
@@ -111,9 +111,9 @@ export function formatAge(seconds: number): string {
   return `${Math.floor(s / 86400)}d`;
 }
 
-/** Collapse whitespace and cut to `limit` characters with an ellipsis. */
+/** multi_agent.py's excerpt: `" ".join(str(text).split())`, cut to `limit` characters with an ellipsis. */
 export function excerpt(text: unknown, limit = 120): string {
-  const flat = String(text).split(/\s+/u).filter(Boolean).join(' ');
+  const flat = pySplit(pyStr(text)).join(' ');
   const chars = [...flat];
   return chars.length <= limit ? flat : chars.slice(0, limit - 3).join('') + '...';
 }

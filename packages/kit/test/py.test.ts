@@ -20,6 +20,7 @@ import {
   pyListRepr,
   pyRepr,
   pySplit,
+  pyStr,
   pyRstrip,
   pyStrip,
   splitLines,
@@ -110,6 +111,7 @@ interface Answers {
   unassigned: string[][];
   sorted: string[][];
   dumps: string[][];
+  str: Array<[string, string[]]>;
   expanduser: string[];
   errno: Array<string | null>;
 }
@@ -212,6 +214,20 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
     // JavaScript's own sort puts U+FFFF after an astral character; Python puts it before.
     expect(['\u{1f600}', '\uffff'].sort()).toEqual(['\u{1f600}', '\uffff']);
     expect(['\u{1f600}', '\uffff', '\ud800', 'B', 'a'].sort(compareCodePoints)).toEqual(['B', 'a', '\ud800', '\uffff', '\u{1f600}']);
+  });
+
+  test('pyStr is str() of what json.loads gives', () => {
+    let compared = 0;
+    values.forEach((input, index) => {
+      const [expected, unassigned] = answers.str[index] as [string, string[]];
+      if (unassigned.some((c) => isPyPrintable(c))) return;
+      compared += 1;
+      expect(pyStr(input), `seed ${seed}, input ${transport(input)}`).toBe(expected);
+    });
+    expect(compared).toBeGreaterThan(RUNS / 2);
+    expect([null, true, 3, 0.5, 1e-7, 1e21, NaN, -Infinity, 'it\'s', ['a', null], { k: [false] }].map(pyStr)).toEqual([
+      'None', 'True', '3', '0.5', '1e-07', '1e+21', 'nan', '-inf', "it's", "['a', None]", "{'k': [False]}",
+    ]);
   });
 
   test('pyJsonDumps is json.dumps with its defaults, ensure_ascii=False, compact separators and indent=2', () => {

@@ -154,6 +154,31 @@ export function pyListRepr(items: readonly string[]): string {
   return `[${items.map(pyRepr).join(', ')}]`;
 }
 
+/**
+ * Python `str()` of a value as `json.loads` gives it (None, True/False, int, float, str, list,
+ * dict): a str is itself, anything else its repr (`[1, 'a', None]`, `{'k': 1.5}`). An integral
+ * number below 1e21 is an int, as json.loads reads JSON's digits; JSON's `5.0`, which JavaScript
+ * reads as 5, therefore prints `5` here where Python prints `5.0`.
+ */
+export function pyStr(value: unknown): string {
+  return typeof value === 'string' ? value : pyValueRepr(value);
+}
+
+function pyValueRepr(value: unknown): string {
+  if (value === null || value === undefined) return 'None';
+  if (value === true) return 'True';
+  if (value === false) return 'False';
+  if (typeof value === 'number') return Number.isInteger(value) && Math.abs(value) < 1e21 ? String(value) : pyFloatRepr(value);
+  if (typeof value === 'bigint') return String(value);
+  if (typeof value === 'string') return pyRepr(value);
+  if (Array.isArray(value)) return `[${value.map(pyValueRepr).join(', ')}]`;
+  if (typeof value === 'object') {
+    const items = Object.entries(value as Record<string, unknown>).map(([key, member]) => `${pyRepr(key)}: ${pyValueRepr(member)}`);
+    return `{${items.join(', ')}}`;
+  }
+  return String(value);
+}
+
 // --- int() and float() of a str --------------------------------------------------------------------
 
 // int() and float() strip less than str.strip(): CPython maps non-ASCII whitespace to a space and

@@ -25,6 +25,7 @@ import {
   pyStrip,
   splitLines,
   splitUniversalLines,
+  toAsciiJson,
 } from '@prun/kit/py';
 
 const python = which('python3');
@@ -110,6 +111,7 @@ interface Answers {
   numberunassigned: string[][];
   unassigned: string[][];
   sorted: string[][];
+  dumpsstr: string[];
   dumps: string[][];
   str: Array<[string, string[]]>;
   expanduser: string[];
@@ -228,6 +230,12 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
     expect([null, true, 3, 0.5, 1e-7, 1e21, NaN, -Infinity, 'it\'s', ['a', null], { k: [false] }].map(pyStr)).toEqual([
       'None', 'True', '3', '0.5', '1e-07', '1e+21', 'nan', '-inf', "it's", "['a', None]", "{'k': [False]}",
     ]);
+  });
+
+  test("toAsciiJson over JSON.stringify's text is json.dumps with ensure_ascii", () => {
+    each(strings, answers.dumpsstr, (input) => toAsciiJson(JSON.stringify(input)));
+    expect(toAsciiJson('"\x7f\u00e9\ud83d\ude00"')).toBe('"\\u007f\\u00e9\\ud83d\\ude00"');
+    expect(toAsciiJson('"plain"')).toBe('"plain"');
   });
 
   test('pyJsonDumps is json.dumps with its defaults, ensure_ascii=False, compact separators and indent=2', () => {

@@ -21,8 +21,9 @@ export {
   isUtf8,
   childPath,
 } from './names.js';
-// Python's sorted() order of str; its home is @prun/kit/py, re-exported for this library's users.
-export { compareCodePoints } from '@prun/kit/py';
+// Python's sorted() order of str and ensure_ascii: their home is @prun/kit/py, re-exported for
+// this library's users.
+export { compareCodePoints, toAsciiJson } from '@prun/kit/py';
 export {
   type FileFacts,
   type ObservationFs,
@@ -55,7 +56,6 @@ export {
   type OutputChunk,
   renderJson,
   renderText,
-  toAsciiJson,
   groupThousands,
   formatMiB,
   formatCounts,

@@ -312,9 +312,18 @@ function unicodeEscape(char: string): string {
   return `\\u${hex(char.charCodeAt(0), 4)}`;
 }
 
+/**
+ * Python's ensure_ascii over JSON text that JSON.stringify wrote: every UTF-16 unit from U+007F up
+ * as `\uXXXX` (a lone surrogate is already `\udcXX` from JSON.stringify, as Python writes it).
+ * For a caller that has checked its own data prints alike and wants JSON.stringify's speed.
+ */
+export function toAsciiJson(json: string): string {
+  return NOT_PRINTABLE_ASCII.test(json) ? json.replace(NOT_PRINTABLE_ASCII_ALL, unicodeEscape) : json;
+}
+
 function dumpsString(text: string, ensureAscii: boolean): string {
   const json = JSON.stringify(text);
-  if (ensureAscii) return NOT_PRINTABLE_ASCII.test(json) ? json.replace(NOT_PRINTABLE_ASCII_ALL, unicodeEscape) : json;
+  if (ensureAscii) return toAsciiJson(json);
   if (!LONE_SURROGATE.test(text)) return json;
   return `"${text.replace(/["\\\x00-\x1f]/g, (char) => SHORT_ESCAPES[char] ?? unicodeEscape(char))}"`;
 }
@@ -348,7 +357,7 @@ export function pyJsonDumps(value: unknown, options: DumpsOptions = {}): string 
   if (nativeLayout) {
     const text = nativeDumps(value, indent);
     if (text !== null) {
-      if (ensureAscii) return NOT_PRINTABLE_ASCII.test(text) ? text.replace(NOT_PRINTABLE_ASCII_ALL, unicodeEscape) : text;
+      if (ensureAscii) return toAsciiJson(text);
       if (!LONE_SURROGATE.test(text)) return text;
     }
   }

@@ -1,7 +1,7 @@
 // Small text and file helpers shared by the commands and the runner.
 import { closeSync, openSync, readFileSync, rmSync, appendFileSync } from 'node:fs';
 import { removeStaleTemps, writeFileAtomic } from '@prun/kit/fs';
-import { pyInt, pyJsonLoads, pySplit, pyStr, pyStrip } from '@prun/kit/py';
+import { pyFormatG, pyInt, pyJsonLoads, pySplit, pyStr, pyStrip } from '@prun/kit/py';
 
 export function readText(path: string): string | undefined {
   try {
@@ -118,27 +118,10 @@ export function excerpt(text: unknown, limit = 120): string {
   return chars.length <= limit ? flat : chars.slice(0, limit - 3).join('') + '...';
 }
 
-/** Python's `format(value, "g")`, used for seconds in messages, so both programs print the same. */
-export function formatG(value: number): string {
-  if (Number.isNaN(value)) return 'nan';
-  if (!Number.isFinite(value)) return value > 0 ? 'inf' : '-inf';
-  if (value === 0) return '0';
-  const [mantissa = '0', exponentText = '0'] = value.toExponential(5).split('e');
-  const exponent = Number(exponentText);
-  const strip = (s: string): string => (s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s);
-  if (exponent < -4 || exponent >= 6) {
-    return `${strip(mantissa)}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
-  }
-  return strip(value.toFixed(Math.max(0, 5 - exponent)));
-}
+// Python's format(value, "g") and shlex.quote, so seconds in messages and the printed session
+// command are the same in both programs; their home is @prun/kit/py.
+export { pyFormatG as formatG, shlexQuote as shellQuote } from '@prun/kit/py';
 
 export function formatSeconds(value: number | null | undefined): string {
-  return value === null || value === undefined ? 'none' : formatG(value);
-}
-
-/** Python's shlex.quote, so the printed session command is the same in both programs. */
-export function shellQuote(text: string): string {
-  if (text === '') return "''";
-  if (!/[^\w@%+=:,./-]/.test(text)) return text;
-  return `'${text.replace(/'/g, `'"'"'`)}'`;
+  return value === null || value === undefined ? 'none' : pyFormatG(value);
 }

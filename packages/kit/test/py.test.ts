@@ -14,6 +14,7 @@ import {
   pyExceptionName,
   pyFloat,
   pyFloatRepr,
+  pyFormatG,
   pyInt,
   pyJsonDumps,
   pyJsonLoads,
@@ -24,6 +25,7 @@ import {
   pyRstrip,
   pyStrip,
   splitLines,
+  shlexQuote,
   splitUniversalLines,
   toAsciiJson,
 } from '@prun/kit/py';
@@ -112,6 +114,8 @@ interface Answers {
   unassigned: string[][];
   sorted: string[][];
   dumpsstr: string[];
+  formatg: string[];
+  shlex: string[];
   dumps: string[][];
   str: Array<[string, string[]]>;
   expanduser: string[];
@@ -120,6 +124,15 @@ interface Answers {
 
 const strings = fc.sample(text, { numRuns: RUNS, seed });
 const values = fc.sample(value, { numRuns: RUNS, seed });
+// Floats for format(g): any double, and ties at the sixth digit, where rounding half to even and
+// JavaScript's half away from zero part (123456.5, 1234565, 0.125 at fewer digits).
+const floats = [
+  // JSON has no -0 to carry to Python.
+  ...fc.sample(fc.double({ noNaN: true, noDefaultInfinity: true }).map((n) => (Object.is(n, -0) ? 0 : n)), { numRuns: RUNS, seed }),
+  ...fc.sample(fc.integer({ min: 1, max: 9_999_999 }).map((n) => n + 0.5), { numRuns: RUNS / 4, seed }),
+  ...fc.sample(fc.integer({ min: 1_000_000, max: 99_999_999 }).map((n) => n * 10 + 5), { numRuns: RUNS / 4, seed }),
+  123456.5, 1234565, 2.5e-5, 0.00001, 1e-5, 999999.5, 9999995, 1e16, 5e-324, 1.7976931348623157e308, 100000, 1e6, 0,
+];
 const numbers = fc.sample(numberText, { numRuns: RUNS * 2, seed });
 const lists = fc.sample(fc.array(text, { maxLength: 4 }), { numRuns: RUNS, seed });
 // Lists to sort: shared prefixes, so that the first difference falls after equal surrogates too.
@@ -140,7 +153,7 @@ function transport(item: unknown): string {
 beforeAll(() => {
   if (python === null) return;
   const result = spawnSync(python, [oracle], {
-    input: transport({ strings, lists, sortlists: sortLists, numbers, values, expanduser: homeCases, errnos }),
+    input: transport({ strings, lists, sortlists: sortLists, floats, numbers, values, expanduser: homeCases, errnos }),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -236,6 +249,18 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
     each(strings, answers.dumpsstr, (input) => toAsciiJson(JSON.stringify(input)));
     expect(toAsciiJson('"\x7f\u00e9\ud83d\ude00"')).toBe('"\\u007f\\u00e9\\ud83d\\ude00"');
     expect(toAsciiJson('"plain"')).toBe('"plain"');
+  });
+
+  test('pyFormatG is format(float, "g"), ties rounded half to even', () => {
+    each(floats, answers.formatg, pyFormatG);
+    expect([123456.5, 1234565, 5, 0.5, 3600, 1234567, 0.00001, -0].map(pyFormatG)).toEqual([
+      '123456', '1.23456e+06', '5', '0.5', '3600', '1.23457e+06', '1e-05', '-0',
+    ]);
+  });
+
+  test('shlexQuote is shlex.quote', () => {
+    each(strings, answers.shlex, shlexQuote);
+    expect(['', 'a/b-c_d.e', "it's", 'é'].map(shlexQuote)).toEqual(["''", 'a/b-c_d.e', `'it'"'"'s'`, "'é'"]);
   });
 
   test('pyJsonDumps is json.dumps with its defaults, ensure_ascii=False, compact separators and indent=2', () => {

@@ -278,6 +278,72 @@ export function pyFloatRepr(value: number): string {
   return `${sign}${whole}.${fraction === '' ? '0' : fraction}`;
 }
 
+/** A finite, positive double as the exact fraction numerator / 2^shift. */
+function exactBinary(value: number): { numerator: bigint; shift: bigint } {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, value);
+  const bits = view.getBigUint64(0);
+  const biased = Number((bits >> 52n) & 0x7ffn);
+  const fraction = bits & ((1n << 52n) - 1n);
+  const mantissa = biased === 0 ? fraction : fraction | (1n << 52n);
+  const exponent = (biased === 0 ? 1 : biased) - 1075;
+  return exponent >= 0 ? { numerator: mantissa << BigInt(exponent), shift: 0n } : { numerator: mantissa, shift: BigInt(-exponent) };
+}
+
+/**
+ * A finite, positive double rounded to `digits` significant digits, half to even on its exact
+ * binary value as Python's formatting does (JavaScript's toExponential and toFixed round a tie
+ * away from zero): the digits and the decimal exponent of the first.
+ */
+function roundSignificant(value: number, digits: number): { digits: string; exponent: number } {
+  const { numerator, shift } = exactBinary(value);
+  let exponent = Math.floor(Math.log10(value));
+  for (;;) {
+    // scaled = value * 10^(digits - 1 - exponent) as the fraction top / bottom.
+    const power = digits - 1 - exponent;
+    let top = numerator;
+    let bottom = 1n << shift;
+    if (power >= 0) top *= 10n ** BigInt(power);
+    else bottom *= 10n ** BigInt(-power);
+    let quotient = top / bottom;
+    const twiceRemainder = (top % bottom) * 2n;
+    if (twiceRemainder > bottom || (twiceRemainder === bottom && quotient % 2n === 1n)) quotient += 1n;
+    const text = quotient.toString();
+    // log10 can be one off near a power of ten, and rounding up can carry into a new digit.
+    if (text.length > digits) exponent += 1;
+    else if (text.length < digits) exponent -= 1;
+    else return { digits: text, exponent };
+  }
+}
+
+/** Python `format(value, "g")` of a float (or an int, which it formats as a float): six significant digits. */
+export function pyFormatG(value: number): string {
+  if (Number.isNaN(value)) return 'nan';
+  if (!Number.isFinite(value)) return value > 0 ? 'inf' : '-inf';
+  const sign = value < 0 || Object.is(value, -0) ? '-' : '';
+  if (value === 0) return `${sign}0`;
+  const precision = 6;
+  const { digits, exponent } = roundSignificant(Math.abs(value), precision);
+  const significant = digits.replace(/0+$/, '');
+  if (exponent < -4 || exponent >= precision) {
+    const mantissa = significant.length === 1 ? significant : `${significant[0]}.${significant.slice(1)}`;
+    return `${sign}${mantissa}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
+  }
+  if (exponent < 0) return `${sign}0.${'0'.repeat(-exponent - 1)}${significant}`;
+  const whole = significant.slice(0, exponent + 1).padEnd(exponent + 1, '0');
+  const fraction = significant.slice(exponent + 1);
+  return `${sign}${whole}${fraction === '' ? '' : `.${fraction}`}`;
+}
+
+// --- shlex.quote --------------------------------------------------------------------------------
+
+/** Python `shlex.quote`: the text as is when it holds only `\w@%+=:,./-` (ASCII), else single-quoted. */
+export function shlexQuote(text: string): string {
+  if (text === '') return "''";
+  if (!/[^\w@%+=:,./-]/.test(text)) return text;
+  return `'${text.replace(/'/g, `'"'"'`)}'`;
+}
+
 // --- json.dumps ---------------------------------------------------------------------------------
 
 export interface DumpsOptions {

@@ -9,6 +9,7 @@ import { which } from '@prun/kit/fs';
 import {
   compareCodePoints,
   expandUser,
+  expandVars,
   isPyPrintable,
   pyErrorName,
   pyExceptionName,
@@ -119,6 +120,7 @@ interface Answers {
   dumps: string[][];
   str: Array<[string, string[]]>;
   expanduser: string[];
+  expandvars: string[];
   errno: Array<string | null>;
 }
 
@@ -141,6 +143,15 @@ const sortLists = fc.sample(
   { numRuns: RUNS, seed },
 );
 const errnos = Object.keys(osConstants.errno);
+// $name, ${name}, $ alone, unclosed braces, non-ASCII word characters, and values holding $.
+const VAR_PIECES = ['$', '$A', '${A}', '$B_1', '${B_1}', '${', '}', '$$', '${}', '$é', 'x', '/', '$A_', '${A', '$Ω', '${no such}', '$_'];
+const varCases = fc.sample(
+  fc.record({
+    path: fc.array(fc.constantFrom(...VAR_PIECES), { maxLength: 6 }).map((pieces) => pieces.join('')),
+    env: fc.dictionary(fc.constantFrom('A', 'B_1', 'A_', '_', 'é', 'no such'), fc.constantFrom('', 'v', '$A', '${B_1}', 'é/')),
+  }),
+  { numRuns: RUNS, seed },
+);
 const homeCases = HOMES.flatMap((home) => PATHS.map((path) => ({ home, path })));
 let answers: Answers;
 
@@ -153,7 +164,7 @@ function transport(item: unknown): string {
 beforeAll(() => {
   if (python === null) return;
   const result = spawnSync(python, [oracle], {
-    input: transport({ strings, lists, sortlists: sortLists, floats, numbers, values, expanduser: homeCases, errnos }),
+    input: transport({ strings, lists, sortlists: sortLists, floats, numbers, values, expanduser: homeCases, expandvars: varCases, errnos }),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -288,6 +299,11 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
       const expected = answers.errno[index];
       if (expected !== null) expect(pyErrorName(name), name).toBe(expected);
     });
+  });
+
+  test('expandVars is os.path.expandvars', () => {
+    each(varCases, answers.expandvars, (input) => expandVars(input.path, input.env));
+    expect(expandVars('$A/${A}/$B/${', { A: '$B', B: 'b' })).toBe('$B/$B/b/${');
   });
 
   test('expandUser is os.path.expanduser', () => {

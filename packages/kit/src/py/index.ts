@@ -643,6 +643,52 @@ export function expandUser(path: string, env: Readonly<Record<string, string | u
   return home.slice(0, homeEnd) + path.slice(end) || '/';
 }
 
+// --- expandvars ---------------------------------------------------------------------------------
+
+function isWordChar(char: string | undefined): boolean {
+  return char !== undefined && /^[A-Za-z0-9_]$/.test(char);
+}
+
+/**
+ * Python `os.path.expandvars` (POSIX): `$name` (ASCII word characters) and `${name}` are
+ * replaced when the variable exists and left as written otherwise; inserted values are not
+ * expanded again.
+ */
+export function expandVars(path: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
+  if (!path.includes('$')) return path;
+  let out = '';
+  let i = 0;
+  while (i < path.length) {
+    const char = path[i] as string;
+    if (char !== '$') {
+      out += char;
+      i += 1;
+      continue;
+    }
+    let name: string | null = null;
+    let end = i + 1;
+    if (path[end] === '{') {
+      const close = path.indexOf('}', end + 1);
+      if (close !== -1) {
+        name = path.slice(end + 1, close);
+        end = close + 1;
+      }
+    } else {
+      while (isWordChar(path[end])) end += 1;
+      if (end > i + 1) name = path.slice(i + 1, end);
+    }
+    if (name === null) {
+      out += char;
+      i += 1;
+      continue;
+    }
+    // An unknown variable stays as written, and Python resumes after the whole reference.
+    out += env[name] ?? path.slice(i, end);
+    i = end;
+  }
+  return out;
+}
+
 // --- exception names ----------------------------------------------------------------------------
 
 // The OSError subclass Python raises for each errno (PEP 3151); any other errno is plain OSError.

@@ -1,10 +1,12 @@
 // Each Python-compatibility helper against python3 itself, over generated inputs. All cases go
 // to one python3 process, so the whole file costs one start-up.
 import { spawnSync } from 'node:child_process';
-import { constants as osConstants } from 'node:os';
+import { closeSync, linkSync, mkdirSync, mkdtempSync, openSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { constants as osConstants, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { which } from '@prun/kit/fs';
 import {
   compareCodePoints,
@@ -20,6 +22,7 @@ import {
   pyJsonDumps,
   pyJsonLoads,
   pyListRepr,
+  pyOsErrorText,
   pyRepr,
   pySplit,
   pyStr,
@@ -121,6 +124,7 @@ interface Answers {
   str: Array<[string, string[]]>;
   expanduser: string[];
   expandvars: string[];
+  oserror: Array<string | null>;
   errno: Array<string | null>;
 }
 
@@ -152,6 +156,28 @@ const varCases = fc.sample(
   }),
   { numRuns: RUNS, seed },
 );
+// Failing calls, the same in Node and Python: each OSError's text, paths quoted as repr() does.
+const scratch = mkdtempSync(join(tmpdir(), 'kit-py-oserror-'));
+mkdirSync(join(scratch, 'full'));
+writeFileSync(join(scratch, 'full', 'file'), '');
+const OS_ERRORS: ReadonlyArray<readonly [string, string[]]> = [
+  ['open', [join(scratch, 'missing')]],
+  ['open', [join(scratch, "it's missing")]],
+  ['open', [join(scratch, 'tab\there\x85')]],
+  ['open', [join(scratch, 'full', 'file', 'under')]],
+  ['openw', [join(scratch, 'full')]],
+  ['mkdir', [join(scratch, 'full')]],
+  ['link', [join(scratch, 'full', 'file'), join(scratch, 'full')]],
+  ['rmdir', [join(scratch, 'full')]],
+];
+const NODE_CALLS: Record<string, (args: string[]) => void> = {
+  open: ([path]) => closeSync(openSync(path as string, 'r')),
+  openw: ([path]) => closeSync(openSync(path as string, 'w')),
+  mkdir: ([path]) => mkdirSync(path as string),
+  link: ([from, to]) => linkSync(from as string, to as string),
+  rmdir: ([path]) => rmdirSync(path as string),
+};
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const homeCases = HOMES.flatMap((home) => PATHS.map((path) => ({ home, path })));
 let answers: Answers;
 
@@ -164,7 +190,7 @@ function transport(item: unknown): string {
 beforeAll(() => {
   if (python === null) return;
   const result = spawnSync(python, [oracle], {
-    input: transport({ strings, lists, sortlists: sortLists, floats, numbers, values, expanduser: homeCases, expandvars: varCases, errnos }),
+    input: transport({ strings, lists, sortlists: sortLists, floats, numbers, values, expanduser: homeCases, expandvars: varCases, oserrors: OS_ERRORS, errnos }),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -304,6 +330,18 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
   test('expandVars is os.path.expandvars', () => {
     each(varCases, answers.expandvars, (input) => expandVars(input.path, input.env));
     expect(expandVars('$A/${A}/$B/${', { A: '$B', B: 'b' })).toBe('$B/$B/b/${');
+  });
+
+  test("pyOsErrorText is str() of the OSError Python raises for the same call", () => {
+    each(OS_ERRORS, answers.oserror, ([op, args]) => {
+      try {
+        (NODE_CALLS[op] as (a: string[]) => void)(args);
+        return null;
+      } catch (error) {
+        return pyOsErrorText(error);
+      }
+    });
+    expect(answers.oserror.every((text) => text !== null)).toBe(true);
   });
 
   test('expandUser is os.path.expanduser', () => {

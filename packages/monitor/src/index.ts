@@ -17,6 +17,7 @@ export {
   unitName,
 } from './classify.js';
 export { isAgentCaller } from './cli-common.js';
+export { liveViewOn, formatElapsed, formatBytes, GrowthMeter, GROWTH_WINDOW_MS } from './live.js';
 export { UsageError, readSecondsSetting, readSettings, MONITOR_ENV, GATHER_ENV, type MonitorSettings, type GatherSettings } from './settings.js';
 export { observeUnit, probeDispatch, statRegularFile, type UnitObservation, type FileFacts } from './observe.js';
 export { Waker, type WatchFunction } from './watch.js';

@@ -20,6 +20,8 @@ _prun() {
         "|batch") p='batch'; continue ;;
         "|cancel") p='cancel'; continue ;;
         "|status") p='status'; continue ;;
+        "|wait") p='wait'; continue ;;
+        "|log") p='log'; continue ;;
         "|clean") p='clean'; continue ;;
         "|clone") p='clone'; continue ;;
         "|completion") p='completion'; continue ;;
@@ -87,7 +89,9 @@ _prun() {
       "") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "batch") COMPREPLY+=($(compgen -W '--dir --jobs --json --no-quota-wait --quota-wait --resume --retry-failed --dry-run --retries --halt --on-unit-done --help --version' -- "$cur")) ;;
       "cancel") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
-      "status") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
+      "status") COMPREPLY+=($(compgen -W '--json --watch --help --version' -- "$cur")) ;;
+      "wait") COMPREPLY+=($(compgen -W '--json --help --version' -- "$cur")) ;;
+      "log") COMPREPLY+=($(compgen -W '--follow -f --raw --help --version' -- "$cur")) ;;
       "clean") COMPREPLY+=($(compgen -W '--dry-run --snapshot --clones --json --help --version' -- "$cur")) ;;
       "clone") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
       "completion") COMPREPLY+=($(compgen -W '--help --version' -- "$cur")) ;;
@@ -121,7 +125,7 @@ _prun() {
   fi
   if [[ $n == 0 ]]; then
     case "$p" in
-      "") COMPREPLY+=($(compgen -W 'batch cancel status clean clone completion help dispatch monitor gather report-state snapshot-tail quota models env job' -- "$cur")) ;;
+      "") COMPREPLY+=($(compgen -W 'batch cancel status wait log clean clone completion help dispatch monitor gather report-state snapshot-tail quota models env job' -- "$cur")) ;;
       "quota") COMPREPLY+=($(compgen -W 'refresh route' -- "$cur")) ;;
       "job") COMPREPLY+=($(compgen -W 'run resume wait result steer abort kill status peek list profiles rm completion' -- "$cur")) ;;
     esac
@@ -130,6 +134,8 @@ _prun() {
     "batch|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
     "cancel|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "status|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
+    "wait|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
+    "log|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "clean|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "clone|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "clone|1") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;

@@ -39,6 +39,12 @@ function __prun_complete
                 case '|status'
                     set p 'status'
                     continue
+                case '|wait'
+                    set p 'wait'
+                    continue
+                case '|log'
+                    set p 'log'
+                    continue
                 case '|clean'
                     set p 'clean'
                     continue
@@ -188,7 +194,11 @@ function __prun_complete
             case 'cancel'
                 printf '%s\n' '--help	show this help' '--version	print the version'
             case 'status'
-                printf '%s\n' '--json	one JSON document' '--help	show this help' '--version	print the version'
+                printf '%s\n' '--json	one JSON document' '--watch	follow the batch live until it ends (read-only)' '--help	show this help' '--version	print the version'
+            case 'wait'
+                printf '%s\n' '--json	print the final summary as one JSON document' '--help	show this help' '--version	print the version'
+            case 'log'
+                printf '%s\n' '--follow	keep printing as the worker writes, until the unit settles' '-f	keep printing as the worker writes, until the unit settles' '--raw	the tail\'s bytes as they are' '--help	show this help' '--version	print the version'
             case 'clean'
                 printf '%s\n' '--dry-run	list what would go and how many bytes; remove nothing' '--snapshot	first archive each state dir\'s tail with snapshot-tail (default destination)' '--clones	remove the settled units\' throwaway clones (<DIR>/clones/<id>) too' '--json	one JSON document' '--help	show this help' '--version	print the version'
             case 'clone'
@@ -251,7 +261,7 @@ function __prun_complete
     if test $n = 0
         switch "$p"
             case ''
-                printf '%s\n' 'batch	run a whole fan-out from a JSON or YAML plan, with a ledger; resumable' 'cancel	stop units of a batch, running or queued, whether its driver is alive or not' 'status	a batch\'s units and their states' 'clean	remove the state dirs (and with --clones the clones) of a batch\'s settled units' 'clone	a throwaway local clone for a code-writing unit (remote removed)' 'completion	print the completion script of prun and every prun-* bin' 'help	the help of prun or of one command' 'dispatch	run one unit through agy; prints STATE-DIR, publishes the result or a FALLBACK' 'monitor	watch state dirs; wake on the first failure, stall, all-done or timeout' 'gather	wait until result files have landed and gone quiet' 'report-state	read-only inventory of leftover prun-task-* state directories' 'snapshot-tail	archive a unit\'s tail into a verified ZIP, never replacing anything' 'quota	quota readout, refresh, and the routing decision for a model' 'models	resolve a model template to the newest listed model of its family' 'env	run a command with secret-shaped variables withheld, or list them' 'job	named pi agent jobs: run, resume, wait, result, steer, abort, kill, list'
+                printf '%s\n' 'batch	run a whole fan-out from a JSON or YAML plan, with a ledger; resumable' 'cancel	stop units of a batch, running or queued, whether its driver is alive or not' 'status	a batch\'s units and their states' 'wait	block until a batch has finished, whoever drives it; exit with its exit code' 'log	a unit\'s worker output, rendered for a person' 'clean	remove the state dirs (and with --clones the clones) of a batch\'s settled units' 'clone	a throwaway local clone for a code-writing unit (remote removed)' 'completion	print the completion script of prun and every prun-* bin' 'help	the help of prun or of one command' 'dispatch	run one unit through agy; prints STATE-DIR, publishes the result or a FALLBACK' 'monitor	watch state dirs; wake on the first failure, stall, all-done or timeout' 'gather	wait until result files have landed and gone quiet' 'report-state	read-only inventory of leftover prun-task-* state directories' 'snapshot-tail	archive a unit\'s tail into a verified ZIP, never replacing anything' 'quota	quota readout, refresh, and the routing decision for a model' 'models	resolve a model template to the newest listed model of its family' 'env	run a command with secret-shaped variables withheld, or list them' 'job	named pi agent jobs: run, resume, wait, result, steer, abort, kill, list'
             case 'quota'
                 printf '%s\n' 'refresh	query agy /usage and rewrite the snapshot' 'route	the model a unit would run on, or why it may not start'
             case 'job'
@@ -264,6 +274,10 @@ function __prun_complete
         case 'cancel|0'
             __fish_complete_directories "$cur"
         case 'status|0'
+            __fish_complete_directories "$cur"
+        case 'wait|0'
+            __fish_complete_directories "$cur"
+        case 'log|0'
             __fish_complete_directories "$cur"
         case 'clean|0'
             __fish_complete_directories "$cur"

@@ -19,6 +19,8 @@ _prun() {
         ("|batch") p='batch'; continue ;;
         ("|cancel") p='cancel'; continue ;;
         ("|status") p='status'; continue ;;
+        ("|wait") p='wait'; continue ;;
+        ("|log") p='log'; continue ;;
         ("|clean") p='clean'; continue ;;
         ("|clone") p='clone'; continue ;;
         ("|completion") p='completion'; continue ;;
@@ -85,7 +87,9 @@ _prun() {
       ("") compadd -- '--help' '--version' ;;
       ("batch") compadd -- '--dir' '--jobs' '--json' '--no-quota-wait' '--quota-wait' '--resume' '--retry-failed' '--dry-run' '--retries' '--halt' '--on-unit-done' '--help' '--version' ;;
       ("cancel") compadd -- '--help' '--version' ;;
-      ("status") compadd -- '--json' '--help' '--version' ;;
+      ("status") compadd -- '--json' '--watch' '--help' '--version' ;;
+      ("wait") compadd -- '--json' '--help' '--version' ;;
+      ("log") compadd -- '--follow' '-f' '--raw' '--help' '--version' ;;
       ("clean") compadd -- '--dry-run' '--snapshot' '--clones' '--json' '--help' '--version' ;;
       ("clone") compadd -- '--help' '--version' ;;
       ("completion") compadd -- '--help' '--version' ;;
@@ -119,7 +123,7 @@ _prun() {
   fi
   if (( n == 0 )); then
     case "$p" in
-      ("") compadd -- 'batch' 'cancel' 'status' 'clean' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job' ;;
+      ("") compadd -- 'batch' 'cancel' 'status' 'wait' 'log' 'clean' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job' ;;
       ("quota") compadd -- 'refresh' 'route' ;;
       ("job") compadd -- 'run' 'resume' 'wait' 'result' 'steer' 'abort' 'kill' 'status' 'peek' 'list' 'profiles' 'rm' 'completion' ;;
     esac
@@ -128,6 +132,8 @@ _prun() {
     ("batch|0") _files ;;
     ("cancel|0") _files -/ ;;
     ("status|0") _files -/ ;;
+    ("wait|0") _files -/ ;;
+    ("log|0") _files -/ ;;
     ("clean|0") _files -/ ;;
     ("clone|0") _files -/ ;;
     ("clone|1") _files ;;

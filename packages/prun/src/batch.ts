@@ -11,7 +11,7 @@ import { LOCK_FILE } from './lock.js';
 import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
 import { BATCH_FILES } from '@prun/unit-state/ledger';
 import { countsAgainstBatch, isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
-import { clearCancelRequest, pendingCancelRequests, publishCancelledResult } from './cancel-requests.js';
+import { clearCancelRequest, pendingCancelRequests, publishStoppedResult } from './cancel-requests.js';
 import { haltReached, type HaltRule } from './halt.js';
 import { stopRunningUnit, type RunningDispatch } from './stop.js';
 import type { ResolvedUnit } from './plan.js';
@@ -332,6 +332,8 @@ export class BatchRun {
       stopSignal: entry.stop_signal ?? null,
       stderrLast: result === null ? lastLogLine(this.paths.stderrLog(id)) : null,
       cancelled: entry.stop_reason === 'cancel',
+      // The rule is not remembered across a restart: then the note says only `--halt`.
+      haltedBy: entry.stop_reason === 'halt' ? ['--halt', ...(this.settings.halt ? [this.settings.halt.text] : [])].join(' ') : null,
       retriesLeft: Math.max(0, (this.settings.retries ?? 0) - (entry.retry ?? 0)),
     });
     const facts = stateDir ? readModelFacts(stateDir) : null;
@@ -356,7 +358,9 @@ export class BatchRun {
         this.record(id, { ...base, status: 'queued', ended_at: null, note: outcome.note });
         break;
       default: {
-        if (outcome.status === 'cancelled') publishCancelledResult(this.paths.result(id), id, result, outcome.note);
+        if (outcome.status === 'cancelled' || (outcome.status === 'interrupted' && entry.stop_reason === 'halt' && result !== null)) {
+          publishStoppedResult(this.paths.result(id), id, result, outcome.note);
+        }
         this.record(id, { ...base, status: outcome.status, ended_at: nowIso(), note: outcome.note });
         const code = exitCode === null ? '' : ` (exit ${exitCode})`;
         this.settings.message(`unit ${id} ${outcome.status}${code}: ${outcome.note}`);
@@ -710,6 +714,11 @@ export class BatchRun {
       stoppedBy = this.stopping;
     }
     return { dir: this.paths.dir, exitCode, stoppedBy, units: this.report() };
+  }
+
+  /** What a live view shows: each unit's latest ledger entry and the units reported stalled (read-only views). */
+  snapshot(): { latest: ReadonlyMap<string, LedgerEntry>; stalled: ReadonlySet<string> } {
+    return { latest: this.latest, stalled: this.stalled };
   }
 
   report(): UnitReport[] {

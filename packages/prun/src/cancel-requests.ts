@@ -46,11 +46,12 @@ export function clearCancelRequest(batchDir: string, id: string): void {
 }
 
 /**
- * A dispatcher's FALLBACK rewritten to name the cancel: its `Conclusion:` and `Open items:` lines
+ * A dispatcher's FALLBACK rewritten to name the control that stopped the unit (a cancel, a
+ * halt): its `Conclusion:` and `Open items:` lines
  * carry `reason` (which already says how the dispatch ended); the header, the other lines and
  * the captured worker output stay. Null when the text is not a FALLBACK in that shape.
  */
-export function cancelledResultText(text: string, reason: string): string | null {
+export function stoppedResultText(text: string, reason: string): string | null {
   const lines = text.split('\n');
   const conclusion = lines.findIndex((line) => line.startsWith('Conclusion: '));
   const openItems = lines.findIndex((line) => line.startsWith('Open items: '));
@@ -60,20 +61,20 @@ export function cancelledResultText(text: string, reason: string): string | null
   return lines.join('\n');
 }
 
-/** The largest result prun rewrites to name a cancel; a larger one gets a FALLBACK of its own. */
+/** The largest result prun rewrites to name a cancel or halt; a larger one gets a FALLBACK of its own. */
 const MAX_REWRITTEN_RESULT_BYTES = 16 * 1024 * 1024;
 
 /**
- * The result of a cancelled unit names the cancel: the dispatcher's FALLBACK (which names the
- * signal and keeps the worker's output) with its reason lines saying so, or a FALLBACK of
- * prun's own when the dispatcher published none. Any other result is left as it is.
+ * The result of a unit a control stopped (a cancel, a halt) names it: the dispatcher's FALLBACK
+ * (which names the signal and keeps the worker's output) with its reason lines saying so, or a
+ * FALLBACK of prun's own when the dispatcher published none. Any other result is left as it is.
  */
-export function publishCancelledResult(path: string, unitId: string, result: ResultSummary | 'unparsed' | null, note: string): void {
+export function publishStoppedResult(path: string, unitId: string, result: ResultSummary | 'unparsed' | null, note: string): void {
   if (result === 'unparsed' || (result !== null && !result.fallback)) return;
   let text: string | null = null;
   if (result !== null) {
     const head = readHead(path, { maxBytes: MAX_REWRITTEN_RESULT_BYTES, overflow: 'refuse' });
-    text = head.ok ? cancelledResultText(head.text, note) : null;
+    text = head.ok ? stoppedResultText(head.text, note) : null;
   }
   publishAtomic(path, text ?? renderFallback({ unitId, reason: note }), { tag: 'prun' });
 }

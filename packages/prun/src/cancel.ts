@@ -4,13 +4,12 @@
 // lock itself and acts on the requests the same way (BatchRun.cancel), starting nothing, so that
 // `--resume` never runs a cancelled unit.
 import { closeSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { BatchRun, batchPaths } from './batch.js';
 import { writeCancelRequest } from './cancel-requests.js';
 import { BatchError, EXIT } from './errors.js';
-import { readLedger, type LedgerEntry } from './ledger.js';
+import { readLedger, resolveBatchDir, type LedgerEntry } from './ledger.js';
 import { liveLockHolder } from './lock.js';
-import { openBatch } from './open.js';
+import { openBatch, refuseDamagedLedger } from './open.js';
 import { loadPlan, PlanError } from './plan.js';
 import { SETTLED_STATUSES } from './clean.js';
 
@@ -88,10 +87,13 @@ async function actWithoutDriver(dir: string, options: CancelOptions, request: ()
 }
 
 export async function cancelUnits(dirArg: string, idsArg: string[], options: CancelOptions): Promise<CancelReport[]> {
-  const dir = resolve(options.cwd, dirArg);
+  const dir = resolveBatchDir(dirArg, options.cwd);
   const ids = checkIds(dir, idsArg);
   const paths = batchPaths(dir);
-  const before = readLedger(paths.ledger).latest;
+  const read = readLedger(paths.ledger);
+  // Even a unit that looks settled: a damaged ledger's last word on it cannot be trusted.
+  refuseDamagedLedger(paths, read);
+  const before = read.latest;
   const wanted = ids.filter((id) => !FINAL.has(before.get(id)?.status ?? 'queued'));
   const by = `prun cancel (pid ${process.pid})`;
   let requested = false;

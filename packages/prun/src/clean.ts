@@ -5,15 +5,15 @@
 // same recorded pid + start time, or command-line search, that --resume adopts by). The batch's
 // driver lock is held for the whole run, so no driver can start a unit meanwhile.
 import { closeSync, constants, lstatSync, openSync, readdirSync, rmSync, type Stats } from 'node:fs';
-import { basename, isAbsolute, join, normalize, resolve } from 'node:path';
+import { basename, isAbsolute, join, normalize } from 'node:path';
 import { CliError } from '@prun/kit/cli';
 import { groupThousands } from '@prun/report-state';
 import { STATE_FILES, isStateDirNameOf, readResultPathEntry } from '@prun/unit-state';
 import { tryFlock } from '@prun/kit/fs';
-import { BATCH_FILES } from '@prun/unit-state/ledger';
+import { batchDirProblem } from '@prun/unit-state/ledger';
 import { batchPaths, type BatchPaths } from './batch.js';
 import { BatchError, EXIT } from './errors.js';
-import { readLedger, type LedgerEntry, type UnitStatus } from './ledger.js';
+import { readLedger, resolveBatchDir, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
 import { drivenBy, liveLockHolder, takeDriverLock } from './lock.js';
 import { hostedDispatchAlive } from './supervise/alive.js';
 import { findDispatcherFor, isDispatcherFor, readResultHead, samePlace } from './units.js';
@@ -242,7 +242,8 @@ async function archiveTail(stateDir: string, env: NodeJS.ProcessEnv, cwd: string
   if (tail.kind === 'symlink') return { failure: 'its tail is a symlink (never followed), so it was not archived' };
   const { snapshotTail, parseEnv, SnapshotError } = await import('@prun/snapshot-tail');
   try {
-    const outcome = await snapshotTail({ unit: stateDir, env: parseEnv(env), cwd });
+    // prun clean has no --dest: a refused default location is moved by XDG_STATE_HOME only.
+    const outcome = await snapshotTail({ unit: stateDir, env: parseEnv(env), cwd, destinationLever: 'environment' });
     return { published: outcome.published };
   } catch (error) {
     if (error instanceof SnapshotError || error instanceof CliError) return { failure: `snapshot failed: ${error.message}` };
@@ -278,26 +279,32 @@ export function cleanJson(result: CleanResult, dryRun: boolean): string {
   })}\n`;
 }
 
+/** The ledger clean acts on; a damaged line stops it (102, nothing removed). */
+function readCleanLedger(paths: BatchPaths): LedgerRead {
+  const ledger = readLedger(paths.ledger);
+  if (ledger.badLines.length > 0) {
+    throw new BatchError(`ledger lines ${ledger.badLines.join(', ')} of ${paths.ledger} are not valid entries; nothing was removed`, EXIT.ledger);
+  }
+  return ledger;
+}
+
 /**
  * The command. Refuses (nothing removed) a directory that is not a batch (2), a batch a live
  * driver holds (101), a ledger with a damaged line (102). Exit 1 when something could not be
  * archived or removed (it is kept and named on stderr).
  */
 export async function runClean(dirArg: string, options: CleanOptions, env: NodeJS.ProcessEnv, cwd: string, warn: (line: string) => void): Promise<number> {
-  const paths = batchPaths(resolve(cwd, dirArg));
-  // prun publishes a batch directory whole: plan.json and the ledger are both there.
-  for (const [file, name] of [[paths.plan, BATCH_FILES.plan], [paths.ledger, BATCH_FILES.ledger]] as const) {
-    if (pathFact(file).kind === 'gone') throw new BatchError(`not a batch directory (no ${name}): ${paths.dir}`, EXIT.usage);
-  }
-  // The lock first, then the ledger: what is read cannot change under a driver meanwhile.
+  const paths = batchPaths(resolveBatchDir(dirArg, cwd));
+  const problem = batchDirProblem(paths.dir);
+  if (problem !== null) throw new BatchError(`not a batch directory (${problem}): ${paths.dir}`, EXIT.usage);
+  // A ledger that would be refused is refused before the lock, so a refusal creates nothing
+  // (not even driver.lock); it is read again under the lock, where it cannot change meanwhile.
+  readCleanLedger(paths);
   let lock: number | null = null;
   if (options.dryRun) refuseIfDriven(paths);
   else lock = takeDriverLock(paths.lock, paths.dir);
   try {
-    const ledger = readLedger(paths.ledger);
-    if (ledger.badLines.length > 0) {
-      throw new BatchError(`ledger lines ${ledger.badLines.join(', ')} of ${paths.ledger} are not valid entries; nothing was removed`, EXIT.ledger);
-    }
+    const ledger = readCleanLedger(paths);
     const plan = planClean(paths, ledger.entries, options);
     const result = options.dryRun ? { ...plan, failures: [] } : await carryOut(plan, options, env, cwd);
     for (const failure of result.failures) warn(failure);

@@ -1,21 +1,24 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
-import { CliError, closeDebuggerDoor, endProcess, formatCliError, packageVersion, STOP_SIGNALS } from '@prun/kit/cli';
+import { CliError, closeDebuggerDoor, endProcess, formatCliError, packageVersion, signalExitCode, STOP_SIGNALS } from '@prun/kit/cli';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting } from '@prun/monitor';
 import { parseArgv, renderHelp, unknownCommand } from '@prun/kit/spec';
 import { z } from 'zod';
 import { BatchRun, batchPaths, type BatchOutcome } from './batch.js';
 import { EXIT } from './errors.js';
 import { checkNewBatch, createBatch, openBatch } from './open.js';
-import { unitDoneHook } from './on-unit-done.js';
+import { HOOK_TIMEOUT_SETTING, unitDoneHook } from './on-unit-done.js';
 import { throwawayClone } from './clone.js';
 import { TOOL_COMMANDS } from './commands.js';
 import { completionScript, type Shell } from './completion.js';
 import { fullSpec, OWN_SPEC } from './spec.js';
 import { batchStatus, renderStatus, renderTable } from './status.js';
+import { panelWanted, type LivePanel } from './live/live-panel.js';
+import { removeSummary, writeSummary } from './live/watch.js';
 import { parseHalt, type HaltRule } from './halt.js';
 import { liveLockHolder } from './lock.js';
+import { resolveBatchDir } from './ledger.js';
 
 const NAME = 'prun';
 
@@ -154,6 +157,7 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   const showProgress = process.stderr.isTTY === true && !isAgentCaller(env);
   // A long-lived driver: SIGUSR1 must not open an inspector on it.
   closeDebuggerDoor();
+  const hookTimeoutS = args.onUnitDone === null ? 0 : readSecondsSetting(env, ...HOOK_TIMEOUT_SETTING);
   const cwd = process.cwd();
   if (args.dryRun) return runDryRun(args.plan!, args.dir, env, cwd, args.json);
   // Everything is checked, and the driver lock taken, before the first worker starts; the lock's
@@ -165,7 +169,13 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
   if (opened.tornSetAside !== null) {
     process.stderr.write(`${NAME}: the ledger's last line was torn (a crash mid-write); set it aside in ${opened.tornSetAside}\n`);
   }
-  const hook = args.onUnitDone === null ? null : unitDoneHook(args.onUnitDone, { env, cwd, batchDir: paths.dir, message: (line) => process.stderr.write(`${NAME}: ${line}\n`) });
+  // On a person's terminal the live panel (src/live) replaces the progress lines; messages go above it.
+  let panel: LivePanel | null = null;
+  const say = (line: string): void => {
+    if (panel === null) process.stderr.write(`${NAME}: ${line}\n`);
+    else panel.message(`${NAME}: ${line}`);
+  };
+  const hook = args.onUnitDone === null ? null : unitDoneHook(args.onUnitDone, { env, cwd, batchDir: paths.dir, timeoutS: hookTimeoutS, message: say });
   const run = new BatchRun(paths, opened.units, opened.ledger, {
     retries: args.retries,
     halt: args.halt,
@@ -176,26 +186,51 @@ async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number>
     stallSeconds,
     env,
     progress: (line) => {
-      if (showProgress) process.stderr.write(`${NAME}: ${line}\n`);
+      if (showProgress && panel === null) process.stderr.write(`${NAME}: ${line}\n`);
     },
-    message: (line) => process.stderr.write(`${NAME}: ${line}\n`),
+    message: say,
   });
   run.reconcile(args.retryFailed !== undefined);
+  // An earlier run's summary is not this run's: `prun wait` must not take it for this run's end.
+  const stale = removeSummary(paths);
+  if (stale !== null) process.stderr.write(`${NAME}: ${stale}\n`);
+  if (panelWanted(env)) {
+    const { LivePanel } = await import('./live/live-panel.js');
+    const ids = opened.units.map((unit) => unit.id);
+    const shown = relative(cwd, paths.dir);
+    panel = await LivePanel.open(
+      { dir: shown === '' ? '.' : shown.startsWith('..') ? paths.dir : shown, batchDir: paths.dir, env, stallSeconds, startedAtMs: Date.now(), jobs: args.jobs },
+      () => ({ ids, ...run.snapshot() }),
+    );
+  }
   const signals = STOP_SIGNALS;
-  const onSignal = (signal: NodeJS.Signals): void => run.interrupt(signal);
+  const onSignal = (signal: NodeJS.Signals): void => {
+    run.interrupt(signal);
+    hook?.stop(signal);
+  };
   for (const signal of signals) process.on(signal, onSignal);
   try {
-    const outcome = await run.run();
+    let outcome = await run.run();
     await hook?.drained();
+    // A signal while only hooks were left still ends the batch as an interrupted one.
+    const lateSignal = hook?.stoppedBy() ?? null;
+    if (lateSignal !== null && (outcome.stoppedBy === 'finished' || outcome.stoppedBy === 'quota' || outcome.stoppedBy === 'halt')) {
+      outcome = { ...outcome, exitCode: signalExitCode(lateSignal), stoppedBy: lateSignal };
+    }
+    // The final table takes the panel's place.
+    panel?.close();
+    panel = null;
+    const summary = { dir: outcome.dir, exit_code: outcome.exitCode, stopped_by: outcome.stoppedBy, counts: countStatuses(outcome), units: outcome.units };
+    const unwritten = writeSummary(paths, summary);
+    if (unwritten !== null) process.stderr.write(`${NAME}: ${unwritten}\n`);
     if (args.json) {
-      process.stdout.write(
-        `${JSON.stringify({ dir: outcome.dir, exit_code: outcome.exitCode, stopped_by: outcome.stoppedBy, counts: countStatuses(outcome), units: outcome.units })}\n`,
-      );
+      process.stdout.write(`${JSON.stringify(summary)}\n`);
     } else {
       process.stdout.write(renderOutcome(outcome));
     }
     return outcome.exitCode;
   } finally {
+    panel?.close();
     for (const signal of signals) process.off(signal, onSignal);
   }
 }
@@ -222,9 +257,13 @@ async function runCancel(argv: string[], env: NodeJS.ProcessEnv): Promise<number
   return EXIT.ok;
 }
 
-function runStatus(argv: string[]): number {
+async function runStatus(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   const { options: values, positionals } = parseOwn('status', argv);
-  const dir = resolve(positionals[0]!);
+  if (values.watch === true) {
+    if (values.json === true) throw new UsageError('status: --watch and --json do not go together (prun wait DIR --json prints the final summary)');
+    return (await import('./live/commands.js')).runStatusWatch(positionals[0]!, env);
+  }
+  const dir = resolveBatchDir(positionals[0]!, process.cwd());
   const status = batchStatus(dir);
   for (const warning of status.warnings) process.stderr.write(`${NAME}: ${warning}\n`);
   process.stdout.write(
@@ -288,8 +327,18 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
         process.exitCode = await runBatch(rest, env);
         return;
       case 'status':
-        process.exitCode = runStatus(rest);
+        process.exitCode = await runStatus(rest, env);
         return;
+      case 'wait': {
+        const { options, positionals } = parseOwn('wait', rest);
+        process.exitCode = await (await import('./live/commands.js')).runWait(positionals[0]!, options.json === true);
+        return;
+      }
+      case 'log': {
+        const { options, positionals } = parseOwn('log', rest);
+        process.exitCode = await (await import('./live/commands.js')).runLog(positionals[0]!, positionals[1]!, { follow: options.follow === true, raw: options.raw === true });
+        return;
+      }
       case 'cancel':
         process.exitCode = await runCancel(rest, env);
         return;

@@ -40,8 +40,11 @@ export interface DryRunUnit {
   /** True when the dispatcher's preflight would float this template model to the newest of its family agy lists. */
   floats: boolean;
   quota: QuotaDecision;
-  /** The plan's `timeout` (seconds), or null: the dispatcher's default. */
-  timeout_s: number | null;
+  /**
+   * The deadline (seconds) the dispatcher will give the unit, as it reads it: the plan's
+   * `timeout`, else ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS, else its default.
+   */
+  timeout_s: number;
   add_dirs: string[];
 }
 
@@ -117,7 +120,7 @@ export function planSchedule(units: ResolvedUnit[], target: string, env: NodeJS.
         model: routed.model,
         floats: preflightOn && allowResolution(routed.model, settings.namedModel),
         quota: routed.quota,
-        timeout_s: unit.timeoutSeconds,
+        timeout_s: settings.timeoutSeconds,
         add_dirs: unit.addDirs,
       };
     }),

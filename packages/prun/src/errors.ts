@@ -14,6 +14,8 @@ export const EXIT = {
   ledger: 102,
   /** `--halt` stopped the batch once its failure threshold was reached. */
   halted: 103,
+  /** `wait`: the batch is not finished and no prun drives it (its driver was killed). */
+  abandoned: 104,
 } as const;
 
 /** A batch refusal or stop with its own exit code: kit's one error type, so every catch knows it. */

@@ -11,6 +11,7 @@ export {
   appendLedger,
   recordedStateDirs,
   repairLedgerTail,
+  resolveBatchDir,
   type AppendIo,
   type LedgerEntry,
   type LedgerRead,

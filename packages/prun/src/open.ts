@@ -12,6 +12,7 @@ import {
   mkdirSync,
   readdirSync,
   renameSync,
+  rmdirSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -21,7 +22,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { batchPaths, queuedEntry, unitEnv, type BatchPaths } from './batch.js';
 import { dispatcherRefusal, type PreflightUnit } from './dispatcher.js';
 import { BatchError, EXIT } from './errors.js';
-import { appendLedger, readLedger, repairLedgerTail, type LedgerRead } from './ledger.js';
+import { appendLedger, readLedger, repairLedgerTail, resolveBatchDir, type LedgerRead } from './ledger.js';
 import { LOCK_FILE, drivenBy, liveLockHolder, takeDriverLock } from './lock.js';
 import { loadPlan, PlanError, type ResolvedUnit } from './plan.js';
 import { isRunning } from './units.js';
@@ -63,8 +64,8 @@ function preflightUnits(units: ResolvedUnit[], env: NodeJS.ProcessEnv, paths: Ba
 }
 
 /**
- * Check that `target` can be made a new batch directory, without creating anything: nothing
- * there (or an empty directory), and its nearest existing ancestor a directory we can write in.
+ * Check that `target` can be made a new batch directory, leaving nothing behind: nothing there
+ * (or an empty directory), and its nearest existing ancestor a directory we can make one in.
  */
 function checkNewDir(target: string, mayBeTaken: boolean): void {
   if (!mayBeTaken) checkTargetFree(target);
@@ -117,7 +118,19 @@ function checkAncestorWritable(target: string): void {
   } catch (error) {
     throw new BatchError(`--dir ${target}: cannot create it, ${ancestor} is not writable (${code(error)})`, EXIT.usage);
   }
+  // access(2) cannot tell everything (root passes it on /proc): only making a directory proves
+  // one can be made. The probe is named as a layout, so one left by a kill is cleaned as one.
+  const probe = join(ancestor, `${layoutPrefix(target)}${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    mkdirSync(probe);
+  } catch (error) {
+    throw cannotCreate(target, error);
+  }
+  rmdirSync(probe);
 }
+
+const cannotCreate = (target: string, error: unknown): BatchError =>
+  new BatchError(`cannot create the batch directory ${target}: ${code(error)}`, EXIT.usage);
 
 /** mkdir -p one component at a time (a recursive mkdir can spin on /proc); returns the dirs it made. */
 function makeParents(dir: string): string[] {
@@ -217,7 +230,7 @@ function buildAndPlace(target: string, units: ResolvedUnit[]): { lockFd: number 
     rmSync(temp, { recursive: true, force: true });
     if (lockFd !== null) closeSync(lockFd);
     if (error instanceof BatchError) throw error;
-    throw new BatchError(`cannot create the batch directory ${target}: ${code(error)}`, EXIT.usage);
+    throw cannotCreate(target, error);
   }
 }
 
@@ -337,14 +350,26 @@ const realPath = (path: string): string | null => {
 };
 
 /**
+ * A ledger with a bad line before the last stops whatever would act on the batch (exit 102,
+ * nothing changed): its units' states cannot be trusted.
+ */
+export function refuseDamagedLedger(paths: BatchPaths, ledger: LedgerRead): void {
+  if (ledger.badLines.length === 0) return;
+  const lines = ledger.badLines.join(', ');
+  throw new BatchError(
+    `ledger line${ledger.badLines.length > 1 ? 's' : ''} ${lines} of ${paths.ledger} ${ledger.badLines.length > 1 ? 'are' : 'is'} not a valid entry; nothing was changed (repair or remove the line to resume)`,
+    EXIT.ledger,
+  );
+}
+
+/**
  * An existing batch directory, ready to drive: the driver lock taken (another driver refused,
  * exit 101), its folders writable, its plan loaded, its ledger whole (a bad line before the
  * last, or a missing or empty ledger beside results or logs, stops here with exit 102 and
  * nothing changed), the dispatcher's checks passed; then a torn last line is set aside.
  */
 export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string, options: { preflight?: boolean } = {}): Promise<OpenBatch> {
-  if (dir.trim() === '') throw new BatchError('the batch directory must not be empty', EXIT.usage);
-  const paths = batchPaths(resolve(cwd, dir));
+  const paths = batchPaths(resolveBatchDir(dir, cwd));
   let stat;
   try {
     stat = statSync(paths.dir);
@@ -380,13 +405,7 @@ export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string
       throw error;
     }
     const ledger = readLedger(paths.ledger);
-    if (ledger.badLines.length > 0) {
-      const lines = ledger.badLines.join(', ');
-      throw new BatchError(
-        `ledger line${ledger.badLines.length > 1 ? 's' : ''} ${lines} of ${paths.ledger} ${ledger.badLines.length > 1 ? 'are' : 'is'} not a valid entry; nothing was changed (repair or remove the line to resume)`,
-        EXIT.ledger,
-      );
-    }
+    refuseDamagedLedger(paths, ledger);
     if (ledger.entries.length === 0 && hasRunState(paths)) {
       throw new BatchError(
         `the ledger ${paths.ledger} ${ledgerEmptiness(ledger)} but the batch has results or logs; nothing was changed (restore the ledger, or start a new batch)`,

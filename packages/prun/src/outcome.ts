@@ -18,6 +18,8 @@ export interface DispatchEnd {
   stderrLast: string | null;
   /** `prun cancel` asked to stop this unit (the ledger's `stop_reason` was `cancel`). */
   cancelled?: boolean;
+  /** The `--halt` rule that stopped this unit (`--halt now,fail=1`), when the ledger's `stop_reason` was `halt`. */
+  haltedBy?: string | null;
   /** Automatic retries (`--retries`) this unit has left; a failed or invalid end with some left is retried. */
   retriesLeft?: number;
 }
@@ -66,14 +68,17 @@ type EndOutcome =
  * A unit's outcome from its dispatcher's end: the one decision the live path (a child's exit) and
  * the restart path (a dispatcher that ended while no batch watched, exit code unknown) share.
  * Pure: the caller reads the result file and the log, and records what this returns.
- * A unit `prun cancel` stopped is `cancelled` however it ended, unless it was done first; a
- * failed or invalid unit with automatic retries left is marked for a retry.
+ * A unit `prun cancel` stopped is `cancelled` however it ended, unless it was done first; one
+ * `--halt now` stopped has a note naming the halt; a failed or invalid unit with automatic
+ * retries left is marked for a retry.
  */
 export function unitOutcome(end: DispatchEnd): UnitOutcome {
   const outcome = endOutcome(end);
   if (end.cancelled === true && outcome.status !== 'done') {
     return { status: 'cancelled', note: `cancelled by prun cancel${outcome.status === 'queued' ? '' : `: ${outcome.note}`}` };
   }
+  // A unit the halt stopped says so, as a cancelled one names the cancel.
+  if (outcome.status === 'interrupted' && end.haltedBy) return { status: 'interrupted', note: `stopped by ${end.haltedBy}: ${outcome.note}` };
   if ((outcome.status === 'failed' || outcome.status === 'invalid') && (end.retriesLeft ?? 0) > 0) return { ...outcome, status: outcome.status, retry: true };
   return outcome as UnitOutcome;
 }

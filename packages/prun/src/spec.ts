@@ -46,9 +46,35 @@ const OWN_COMMANDS: readonly CommandSpec[] = [
   {
     name: 'status',
     summary: "a batch's units and their states",
-    usage: ['DIR [--json]'],
-    options: [{ long: '--json', help: 'one JSON document' }],
+    usage: ['DIR [--json]', 'DIR --watch'],
+    description: 'With --watch, the live panel of prun batch (on a terminal) until the batch ends, then the table; it only reads, never takes the batch lock.',
+    options: [
+      { long: '--json', help: 'one JSON document' },
+      { long: '--watch', help: 'follow the batch live until it ends (read-only)' },
+    ],
     positionals: [{ name: 'DIR', kind: 'dir' }],
+  },
+  {
+    name: 'wait',
+    summary: 'block until a batch has finished, whoever drives it; exit with its exit code',
+    usage: ['DIR [--json]'],
+    description: 'Prints the status table (or, with --json, the summary prun batch --json printed) and exits with the batch exit code.',
+    options: [{ long: '--json', help: 'print the final summary as one JSON document' }],
+    positionals: [{ name: 'DIR', kind: 'dir' }],
+  },
+  {
+    name: 'log',
+    summary: "a unit's worker output, rendered for a person",
+    usage: ['DIR UNIT [--follow] [--raw]'],
+    description: "The assistant's text and each tool call on a line of its own, from the stream events in the unit's tail.",
+    options: [
+      { long: '--follow', short: '-f', help: 'keep printing as the worker writes, until the unit settles' },
+      { long: '--raw', help: "the tail's bytes as they are" },
+    ],
+    positionals: [
+      { name: 'DIR', kind: 'dir' },
+      { name: 'UNIT', kind: 'string' },
+    ],
   },
   {
     name: 'clean',
@@ -98,8 +124,8 @@ export const OWN_SPEC: BinSpec = {
   commands: OWN_COMMANDS,
   epilog: "The other commands exit exactly as their bins do: see prun <command> --help.",
   exitCodes: [
-    { code: EXIT.ok, meaning: '`batch`: every unit done (`--dry-run`: the plan passed every check); `cancel`: the named units are cancelled or had already settled; `status`, `clean`, `clone`, `completion`: success' },
-    { code: '1-100', meaning: '`batch`: the number of failed, invalid and cancelled units, capped at 100; `clone`: git failed (1); `clean`: something could not be archived or removed and was kept (1)' },
+    { code: EXIT.ok, meaning: '`batch`, `wait`: every unit done (`--dry-run`: the plan passed every check); `cancel`: the named units are cancelled or had already settled; `status`, `log`, `clean`, `clone`, `completion`: success' },
+    { code: '1-100', meaning: '`batch`, `wait`: the number of failed, invalid and cancelled units, capped at 100; `clone`: git failed (1); `clean`: something could not be archived or removed and was kept (1)' },
     {
       code: EXIT.usage,
       meaning:
@@ -110,6 +136,7 @@ export const OWN_SPEC: BinSpec = {
     { code: EXIT.busy, meaning: '`batch`, `clean`: another prun process is driving this batch directory (its pid is named)' },
     { code: EXIT.ledger, meaning: '`batch`, `cancel`, `clean`: the ledger is damaged (a bad line before the last, or missing or empty beside results or logs); nothing was changed' },
     { code: EXIT.halted, meaning: '`batch` halted by `--halt` once its failure threshold was reached; units not started stay queued (`prun batch --resume DIR` continues)' },
+    { code: EXIT.abandoned, meaning: '`wait`: the batch is not finished and no prun drives it (its driver was killed or crashed); `prun batch --resume DIR` finishes it' },
     {
       code: '128+n',
       meaning: '`batch` interrupted by signal n (130 SIGINT, 143 SIGTERM, 129 SIGHUP): running units stopped and recorded interrupted; `prun batch --resume DIR` finishes the batch',

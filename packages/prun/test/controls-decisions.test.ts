@@ -2,7 +2,7 @@
 // the one outcome rule with cancel and retries, and the cancelled FALLBACK's text.
 import { describe, expect, it } from 'vitest';
 import { renderFallback } from '@prun/unit-state';
-import { cancelledResultText } from '../src/cancel-requests.js';
+import { stoppedResultText } from '../src/cancel-requests.js';
 import { haltReached, parseHalt } from '../src/halt.js';
 import { unitOutcome, type DispatchEnd } from '../src/outcome.js';
 import { decide, dependencyWaves } from '../src/schedule.js';
@@ -60,6 +60,13 @@ describe('outcome with the controls', () => {
     expect(unitOutcome(end({ exitCode: 143, stopSignal: 'SIGTERM', result: fallback('dispatcher received SIGTERM') })).status).toBe('interrupted');
   });
 
+  it('names the halt in the note of a unit --halt now stopped, and only of one it interrupted', () => {
+    const stopped = unitOutcome(end({ exitCode: 143, stopSignal: 'SIGTERM', haltedBy: '--halt now,fail=1', result: fallback('dispatcher received SIGTERM; the Agy worker was stopped before it finished') }));
+    expect(stopped).toEqual({ status: 'interrupted', note: 'stopped by --halt now,fail=1: dispatcher received SIGTERM; the Agy worker was stopped before it finished' });
+    expect(unitOutcome(end({ exitCode: 0, stopSignal: 'SIGTERM', haltedBy: '--halt now,fail=1', result: done }))).toEqual({ status: 'done' });
+    expect(unitOutcome(end({ exitCode: 3, stopSignal: 'SIGTERM', haltedBy: '--halt', result: fallback('Agy exited with code 3') })).status).toBe('interrupted');
+  });
+
   it('marks a failed or invalid end for a retry only while retries are left', () => {
     expect(unitOutcome(end({ exitCode: 3, result: fallback('Agy exited with code 3'), retriesLeft: 1 }))).toMatchObject({ status: 'failed', retry: true });
     expect(unitOutcome(end({ exitCode: 3, result: fallback('Agy exited with code 3'), retriesLeft: 0 }))).toEqual({ status: 'failed', note: 'Agy exited with code 3' });
@@ -93,7 +100,7 @@ describe('outcome with the controls', () => {
 describe('the FALLBACK of a cancelled unit', () => {
   it("names the cancel in the dispatcher's reason lines and keeps the worker's output", () => {
     const original = renderFallback({ unitId: 'u', reason: 'dispatcher received SIGTERM', stdout: '{"event": "init"}' });
-    const text = cancelledResultText(original, 'cancelled by prun cancel: dispatcher received SIGTERM')!;
+    const text = stoppedResultText(original, 'cancelled by prun cancel: dispatcher received SIGTERM')!;
     expect(text.split('\n').slice(0, 5)).toEqual([
       original.split('\n')[0],
       'Conclusion: INCOMPLETE; cancelled by prun cancel: dispatcher received SIGTERM',
@@ -102,6 +109,6 @@ describe('the FALLBACK of a cancelled unit', () => {
       'Verification: none (dispatcher fallback)',
     ]);
     expect(text).toContain('{"event": "init"}');
-    expect(cancelledResultText('no header here', 'x')).toBeNull();
+    expect(stoppedResultText('no header here', 'x')).toBeNull();
   });
 });

@@ -24,7 +24,7 @@ interface DryUnit {
   workspace: { kind: string; path: string | null; source: string | null };
   model: string;
   quota: { decision: string; group: string | null; detail: string };
-  timeout_s: number | null;
+  timeout_s: number;
 }
 
 describe('prun batch --dry-run', () => {
@@ -87,6 +87,20 @@ describe('prun batch --dry-run', () => {
     expect(existsSync(join(box.logDir, 'starts.jsonl'))).toBe(false);
     expect(existsSync(join(box.logDir, 'calls.jsonl'))).toBe(false);
     expect(tree(box.root)).toEqual(before);
+  }, 60_000);
+
+  it("shows each unit's deadline as the dispatcher will read it: the plan's timeout, else the environment's, else its default", async () => {
+    box = sandbox();
+    writePlan(box.root, [{ id: 'own', prompt: 'UNIT-ID:own x', timeout: 600 }, { id: 'env', prompt: 'UNIT-ID:env x' }]);
+    const deadlines = async (extra: NodeJS.ProcessEnv): Promise<Record<string, number>> => {
+      const run = await prun(['batch', 'plan.json', '--dry-run', '--json'], { env: { ...box!.env, ...extra }, cwd: box!.root });
+      expect(run.exitCode).toBe(0);
+      const units = (JSON.parse(String(run.stdout)) as { units: DryUnit[] }).units;
+      return Object.fromEntries(units.map((u) => [u.id, u.timeout_s]));
+    };
+    // The real run passes --print-timeout 5s to env's worker (timeout-hook.test.ts reads it).
+    expect(await deadlines({ ANTIGRAVITY_DISPATCH_TIMEOUT_SECONDS: '5' })).toEqual({ own: 600, env: 5 });
+    expect(await deadlines({})).toEqual({ own: 600, env: 2700 });
   }, 60_000);
 
   it('refuses what the real run refuses, with its message and exit 2', async () => {

@@ -98,7 +98,13 @@ describe('--halt', () => {
     expect(latestStatus(dir)).toEqual({ bad: 'failed', hang: 'interrupted', q1: 'queued' });
     const hang = (ledger(dir) as Line[]).filter((l) => l.id === 'hang');
     expect(hang.some((l) => l.status === 'running' && l.stop_reason === 'halt')).toBe(true);
-    expect(readFileSync(join(dir, 'results', 'hang.md'), 'utf8')).toMatch(/^# hang result \(FALLBACK, [^\n]*\nConclusion: INCOMPLETE; dispatcher received SIGTERM/);
+    // The result, the ledger and the table name the halt, as a cancel names the cancel.
+    const halted = /stopped by --halt now,fail=1: dispatcher received SIGTERM/;
+    const result = readFileSync(join(dir, 'results', 'hang.md'), 'utf8');
+    expect(result).toMatch(/^# hang result \(FALLBACK, [^\n]*\nConclusion: INCOMPLETE; stopped by --halt now,fail=1: dispatcher received SIGTERM/);
+    expect(result).toMatch(/\nOpen items: stopped by --halt now,fail=1: dispatcher received SIGTERM/);
+    expect(hang.at(-1)!.note).toMatch(halted);
+    expect(String(run.stdout)).toMatch(/^hang +interrupted .*stopped by --halt now,fail=1: dispatcher received SIGTERM/m);
     expect(workerStarts(box.logDir)).toEqual({ bad: 1, hang: 1 });
 
     // Without --halt the resume finishes what the halt left (the interrupted unit as a follow-up turn).

@@ -1,8 +1,7 @@
 // `--batch DIR`: the state directories one batch recorded in its ledger, read through the
 // ledger's own home (@prun/unit-state/ledger). Loaded only with --batch: the reader loads zod.
-import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { BATCH_FILES, LedgerError, readLedger, recordedStateDirs } from '@prun/unit-state/ledger';
+import { BATCH_FILES, batchDirProblem, LedgerError, readLedger, recordedStateDirs, resolveBatchDir } from '@prun/unit-state/ledger';
 import { CliError, EXIT_USAGE } from '@prun/kit/cli';
 
 export interface BatchScope {
@@ -22,11 +21,15 @@ export interface BatchScope {
  * (exit 2).
  */
 export function batchScope(dirArg: string, cwd: string): BatchScope {
-  const dir = resolve(cwd, dirArg);
-  const ledgerPath = join(dir, BATCH_FILES.ledger);
-  for (const name of [BATCH_FILES.plan, BATCH_FILES.ledger]) {
-    if (!existsSync(join(dir, name))) throw new CliError(`--batch: not a batch directory (no ${name}): ${dir}`, { exitCode: EXIT_USAGE });
+  let dir: string;
+  try {
+    dir = resolveBatchDir(dirArg, cwd);
+  } catch (error) {
+    throw new CliError(`--batch: ${(error as Error).message}`, { exitCode: EXIT_USAGE });
   }
+  const ledgerPath = join(dir, BATCH_FILES.ledger);
+  const problem = batchDirProblem(dir);
+  if (problem !== null) throw new CliError(`--batch: not a batch directory (${problem}): ${dir}`, { exitCode: EXIT_USAGE });
   let read;
   try {
     read = readLedger(ledgerPath);

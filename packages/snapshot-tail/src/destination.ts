@@ -69,6 +69,12 @@ export function planDestination(input: {
 }
 
 /**
+ * How the caller can choose another destination, which decides the advice a refusal gives:
+ * snapshot-tail's own `--dest`, or only the environment (a library caller with no such option).
+ */
+export type DestinationLever = 'dest-option' | 'environment';
+
+/**
  * The refusal for a destination directory others can reach, or null when it is private. The
  * advice depends on what is safe for that directory: `chmod 700` only for the caller's own
  * directory that nobody else can write to (the upstream advice); never for a shared sticky
@@ -76,7 +82,7 @@ export function planDestination(input: {
  * predict); a private subdirectory (created 0700 by this tool) where only the caller's group can
  * add entries; elsewhere, where anyone may rename entries, a directory away from it.
  */
-export function broadModeProblem(dir: string, mode: number, ownedByCaller = true): string | null {
+export function broadModeProblem(dir: string, mode: number, ownedByCaller = true, lever: DestinationLever = 'dest-option'): string | null {
   if ((mode & 0o077) === 0) return null;
   const shown = (mode & 0o7777).toString(8).padStart(4, '0');
   const head = `${dir} is group- or world-accessible (mode ${shown}); refusing to write snapshots there.`;
@@ -84,10 +90,13 @@ export function broadModeProblem(dir: string, mode: number, ownedByCaller = true
   const worldWrite = (mode & 0o002) !== 0;
   const sticky = (mode & 0o1000) !== 0;
   const notYours = 'It is not yours, so do not chmod it;';
-  const elsewhere = 'use a private directory elsewhere (omit --dest for the default location)';
-  const subdirectory = `pass a private subdirectory, which ${BIN} creates 0700: --dest ${dir}/snapshots`;
+  // A caller with no --dest (prun clean --snapshot) can only move the default location.
+  const viaEnvironment = `set XDG_STATE_HOME to a private directory (snapshots then go in its ${DEFAULT_SUBDIR.join('/')})`;
+  const elsewhere = lever === 'environment' ? viaEnvironment : 'use a private directory elsewhere (omit --dest for the default location)';
+  const subdirectory = lever === 'environment' ? viaEnvironment : `pass a private subdirectory, which ${BIN} creates 0700: --dest ${dir}/snapshots`;
   if (!othersWrite) return ownedByCaller ? `${head} Fix with: chmod 700 ${dir}` : `${head} ${notYours} ${elsewhere}`;
   if (sticky) {
+    if (lever === 'environment') return `${head} It is a shared directory (sticky bit), so do not chmod it; ${viaEnvironment}`;
     return `${head} It is a shared directory (sticky bit), so do not chmod it; use a new private directory inside it instead: --dest "$(mktemp -d ${dir}/snapshots.XXXXXX)"`;
   }
   if (worldWrite) {
@@ -106,9 +115,9 @@ function statOrNull(path: string): Stats | null {
   }
 }
 
-function checkExistingDir(dir: string, stats: Stats): void {
+function checkExistingDir(dir: string, stats: Stats, lever: DestinationLever): void {
   const euid = process.geteuid?.();
-  const problem = broadModeProblem(dir, stats.mode, euid === undefined || stats.uid === euid);
+  const problem = broadModeProblem(dir, stats.mode, euid === undefined || stats.uid === euid, lever);
   if (problem !== null) throw new SnapshotError(EXIT.publish, problem);
 }
 
@@ -117,10 +126,10 @@ function checkExistingDir(dir: string, stats: Stats): void {
  * never chmodded); a missing one is created (parents with default modes) and set to 0700
  * explicitly, whatever the umask. Returns whether it was created.
  */
-export function ensureDestDir(dir: string): { created: boolean } {
+export function ensureDestDir(dir: string, lever: DestinationLever = 'dest-option'): { created: boolean } {
   const existing = statOrNull(dir);
   if (existing?.isDirectory()) {
-    checkExistingDir(dir, existing);
+    checkExistingDir(dir, existing, lever);
     return { created: false };
   }
   try {
@@ -130,7 +139,7 @@ export function ensureDestDir(dir: string): { created: boolean } {
     // Another run may have created it a moment ago; then it is an existing directory.
     const raced = isErrnoException(error) && error.code === 'EEXIST' ? statOrNull(dir) : null;
     if (raced?.isDirectory()) {
-      checkExistingDir(dir, raced);
+      checkExistingDir(dir, raced, lever);
       return { created: false };
     }
     throw new SnapshotError(EXIT.publish, `cannot create ${dir}: ${osErrorText(error)}`);

@@ -13,6 +13,7 @@ export {
 } from './options.js';
 export {
   type DestinationPlan,
+  type DestinationLever,
   archiveName,
   broadModeProblem,
   defaultDestDir,

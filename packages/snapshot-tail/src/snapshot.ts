@@ -6,7 +6,7 @@ import { DestinationExistsError, atomicTempPath, isDirectory, linkNoReplace, rem
 import { pyExceptionName } from '@prun/kit/py';
 import { STATE_FILES } from '@prun/unit-state';
 import { buildManifest, validateArchive, writeArchive, type Manifest } from './archive.js';
-import { ensureDestDir, planDestination } from './destination.js';
+import { ensureDestDir, planDestination, type DestinationLever } from './destination.js';
 import { createChunkHasher, type ChunkHasher } from './hasher.js';
 import { EXIT, SnapshotError, osErrorText } from './errors.js';
 import type { SnapshotEnv } from './options.js';
@@ -19,6 +19,8 @@ export interface SnapshotRequest {
   output?: string;
   env: SnapshotEnv;
   cwd: string;
+  /** How the caller can pick another destination (the refusal's advice); default `dest-option`. */
+  destinationLever?: DestinationLever;
 }
 
 /** A published snapshot. `warning` is set when the temporary name could not be removed. */
@@ -136,7 +138,7 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
     now: seams.now(),
     randomHex8: seams.randomHex(4),
   });
-  ensureDestDir(plan.destDir);
+  ensureDestDir(plan.destDir, request.destinationLever);
   removeStaleParts(plan.destDir);
   const tail = await openTail(sourcePath, seams.source);
   let temp: { path: string; handle: FileHandle } | undefined;

@@ -54,6 +54,16 @@ describe('advice for a destination others can reach', () => {
     expect(statSync(sub).mode & 0o777).toBe(0o700);
   });
 
+  it('for a caller without --dest (lever "environment"), points at XDG_STATE_HOME and never at --dest', () => {
+    for (const [mode, owned] of [[0o40777, true], [0o40777, false], [0o40770, true], [0o40770, false], [0o41777, false], [0o40750, false]] as const) {
+      const message = broadModeProblem('/d', mode, owned, 'environment')!;
+      expect(message, mode.toString(8)).not.toContain('--dest');
+      expect(message, mode.toString(8)).toContain('set XDG_STATE_HOME to a private directory (snapshots then go in its anywhere-agents/prun/snapshots)');
+    }
+    // Only the caller's own directory nobody else can write to keeps the upstream chmod advice.
+    expect(broadModeProblem('/d', 0o40750, true, 'environment')).toMatch(/Fix with: chmod 700 \/d$/);
+  });
+
   it('sends a world-writable directory without the sticky bit elsewhere (anyone can rename entries there)', () => {
     const message = broadModeProblem('/shared', 0o40777)!;
     expect(message).toContain('If only you use it: chmod 700 /shared; if others share it, use a private directory elsewhere');

@@ -3,12 +3,36 @@
 // `--batch` (the state directories a batch recorded). Its one home is here, below both, so no
 // package parses the format a second time. On its own subpath: it loads zod.
 import * as nodeFs from 'node:fs';
-import { CliError } from '@prun/kit/cli';
-import { readHead } from '@prun/kit/fs';
+import * as nodePath from 'node:path';
+import { CliError, EXIT_USAGE } from '@prun/kit/cli';
+import { isDirectory, isRegularFile, readHead } from '@prun/kit/fs';
 import { z } from 'zod';
 
 /** The files of a batch directory that other tools find it by. */
 export const BATCH_FILES = { plan: 'plan.json', ledger: 'ledger.jsonl' } as const;
+
+/**
+ * A batch directory operand (`prun clean DIR`, `--batch DIR`, ...) made absolute. An empty one
+ * would resolve to the working directory, so `prun clean "$DIR"` with DIR unset would act on
+ * whatever batch the user stands in: refused as a usage error (exit 2), never guessed.
+ */
+export function resolveBatchDir(operand: string, cwd: string): string {
+  if (operand.trim() === '') throw new CliError('the batch directory must not be empty', { exitCode: EXIT_USAGE });
+  return nodePath.resolve(cwd, operand);
+}
+
+/**
+ * Why `dir` is not a batch directory, or null when it is one: prun publishes a batch whole, a
+ * directory holding a plan.json file and the ledger. Worded to follow "not a batch directory (".
+ */
+export function batchDirProblem(dir: string): string | null {
+  if (!isDirectory(dir)) return nodeFs.existsSync(dir) ? 'not a directory' : 'no such directory';
+  for (const name of [BATCH_FILES.plan, BATCH_FILES.ledger]) {
+    if (!nodeFs.existsSync(nodePath.join(dir, name))) return `no ${name}`;
+  }
+  if (!isRegularFile(nodePath.join(dir, BATCH_FILES.plan))) return `${BATCH_FILES.plan} is not a regular file`;
+  return null;
+}
 
 /**
  * A unit's states. `interrupted`: stopped by a signal the batch passed on (SIGINT, SIGTERM,

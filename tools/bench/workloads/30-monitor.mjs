@@ -196,7 +196,7 @@ export async function run(ctx) {
     { ...env, PRUN_MONITOR_TIMEOUT: String(seconds) },
     () => {
       writer = setInterval(() => {
-        appendFileSync(join(units[next], STATE_FILES.tail), '{"event": "message", "text": "working"}\n');
+        appendFileSync(join(units[next], STATE_FILES.tail), '{"event": "step_update", "step_update": {"step_index": 1, "step_type": "agent_response", "state": "ACTIVE", "text_delta": "working"}}\n');
         next = (next + 1) % units.length;
       }, 1000 / UNITS);
     },

@@ -3,9 +3,8 @@
 // after the helper exits and is released only when this process closes the descriptor or dies
 // (SIGKILL included). Python's fcntl.flock sees exactly the same lock.
 import { closeSync, constants, fstatSync, openSync, statSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
 import { basename } from 'node:path';
-import { FlockUnavailableError, tryFlock, type FlockAttempt } from '@prun/kit/fs';
+import { FlockUnavailableError, sleepSync, tryFlock, tryFlockSharedMany, type FlockAttempt } from '@prun/kit/fs';
 import { CommandError } from './errors.js';
 import { jobFile, stateDirOf } from './paths.js';
 
@@ -21,31 +20,14 @@ export function flockFd(fd: number, mode: 'exclusive' | 'shared'): LockAttempt {
   }
 }
 
-// One flock(2) per descriptor in a single perl process (perl-base is on every Debian-like system);
-// a shell loop over util-linux flock is the fallback. Either way the lock lands on our descriptors.
-const PERL_SHARED = 'use Fcntl qw(:flock); for my $fd (@ARGV) { if (open(my $fh, "<&=", $fd)) { print flock($fh, LOCK_SH|LOCK_NB) ? "0\\n" : $!{EWOULDBLOCK} ? "1\\n" : "2\\n" } else { print "2\\n" } }';
-const SHELL_SHARED = 'for f do flock -sn "$f"; echo $?; done';
-
 /** One helper process for many descriptors, so `list` over hundreds of jobs stays fast. */
 export function flockSharedMany(fds: number[]): LockAttempt[] {
-  if (fds.length === 0) return [];
-  if (fds.length === 1) return [flockFd(fds[0] as number, 'shared')];
-  const args = fds.map((_fd, i) => String(i + 3));
-  const options = { stdio: ['ignore', 'pipe', 'ignore', ...fds] as ('ignore' | 'pipe' | number)[], encoding: 'utf8' as const };
-  let result = spawnSync('perl', ['-e', PERL_SHARED, ...args], options);
-  if (result.error || result.status !== 0) result = spawnSync('sh', ['-c', SHELL_SHARED, 'sh', ...args], options);
-  if (result.error) throw new CommandError(`cannot run util-linux flock (${result.error.message})`);
-  const codes = result.stdout.split('\n').filter(Boolean);
-  return fds.map((_fd, i) => {
-    const code = codes[i];
-    if (code === '0') return 'acquired';
-    if (code === '1') return 'busy';
-    return 'unsupported';
-  });
-}
-
-function sleepMs(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  try {
+    return tryFlockSharedMany(fds);
+  } catch (error) {
+    if (error instanceof FlockUnavailableError) throw new CommandError(error.message);
+    throw error;
+  }
 }
 
 /**
@@ -73,7 +55,7 @@ export function takeJobLock(jobDir: string, busyMessage: string, lockS: number):
         );
       }
       if (Date.now() >= end) throw new CommandError(busyMessage);
-      sleepMs(50);
+      sleepSync(50);
     }
     // `rm` may have removed the job while this command waited.
     let same = false;

@@ -133,7 +133,7 @@ const nodes: [string, string | undefined][] = [
 
 describe('no debugger door', () => {
   for (const [label, node] of nodes) {
-    it.skipIf(node === undefined)(`SIGUSR1 opens no inspector in a runner or a foreground run on ${label}`, async () => {
+    it.skipIf(node === undefined)(`SIGUSR1 opens no inspector in a runner or a foreground run on ${label}${node === undefined ? ' (skipped: that Node is not installed)' : ''}`, async () => {
       const w = fresh();
       const job = (args: string[]): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string }>; stderr: () => string } => {
         const child = spawn(node as string, [BIN, ...args], { cwd: w.cwd, env: w.env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,6 +1,8 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
+  closeSync,
+  openSync,
   linkSync,
   mkdirSync,
   mkdtempSync,
@@ -23,6 +25,9 @@ import {
   parseAtomicTempName,
   readHead,
   removeStaleTemps,
+  sleepSync,
+  tryFlock,
+  tryFlockSharedMany,
   which,
   writeFileAtomic,
 } from '@prun/kit/fs';
@@ -298,5 +303,32 @@ describe.skipIf(!straceWorks)(`writeFileAtomic's fsyncs, traced${straceNote}`, (
   });
   test('a publish with durable: false fsyncs neither', () => {
     expect(publishCalls(join(dir, 'sub', 'state'), false)).toEqual({ fileFsync: false, dirFsync: false });
+  });
+});
+
+describe('tryFlockSharedMany and sleepSync', () => {
+  test('shares many locks in one go, says busy where an exclusive lock is held, and the locks stay on our descriptors', () => {
+    const files = ['a', 'b', 'c'].map((name) => join(dir, name));
+    for (const file of files) writeFileSync(file, '');
+    const holder = openSync(files[1]!, 'r');
+    expect(tryFlock(holder, 'exclusive')).toBe('acquired');
+    const fds = files.map((file) => openSync(file, 'r'));
+    try {
+      expect(tryFlockSharedMany(fds)).toEqual(['acquired', 'busy', 'acquired']);
+      // The shared locks outlive the helper process: an exclusive lock on a new description is refused.
+      const other = openSync(files[0]!, 'r');
+      expect(tryFlock(other, 'exclusive')).toBe('busy');
+      closeSync(other);
+    } finally {
+      for (const fd of fds) closeSync(fd);
+      closeSync(holder);
+    }
+    expect(tryFlockSharedMany([])).toEqual([]);
+  });
+
+  test('sleepSync blocks the thread for about the time asked', () => {
+    const started = process.hrtime.bigint();
+    sleepSync(30);
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeGreaterThanOrEqual(29);
   });
 });

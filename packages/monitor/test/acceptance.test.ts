@@ -30,7 +30,7 @@ function digestOf(stdout: string): string[] {
 }
 
 describe('acceptance: fail wakes the monitor while a unit hangs', () => {
-  it.skipIf(!dispatcherReady)('end to end with prun-dispatch-agy and the fake agy', async () => {
+  it.skipIf(!dispatcherReady)(`end to end with prun-dispatch-agy and the fake agy${dispatcherReady ? '' : ' (skipped: the dispatcher is not built, run pnpm build)'}`, async () => {
     const dir = base();
     writeFileSync(join(dir, 'prompt.txt'), 'Audit section 3\n');
     const env = cleanEnv({
@@ -89,7 +89,7 @@ describe('acceptance: fail wakes the monitor while a unit hangs', () => {
     }
   });
 
-  it.skipIf(!dispatcherReady)('a SIGKILLed dispatcher: its unit is failed(dispatch-dead), not stalled', async () => {
+  it.skipIf(!dispatcherReady)(`a SIGKILLed dispatcher: its unit is failed(dispatch-dead), not stalled${dispatcherReady ? '' : ' (skipped: the dispatcher is not built, run pnpm build)'}`, async () => {
     const dir = base();
     writeFileSync(join(dir, 'prompt.txt'), 'Audit section 3\n');
     const callLog = join(dir, 'calls.jsonl');

@@ -3,7 +3,7 @@
 // however it ends (SIGKILL included), so there is nothing to go stale. The file's content (pid
 // and start time of the holder) only names the holder in the refusal; the lock is the truth.
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs';
-import { FlockUnavailableError, readHead, tryFlock } from '@prun/kit/fs';
+import { FlockUnavailableError, readHead, sleepSync, tryFlock } from '@prun/kit/fs';
 import { BatchError, EXIT } from './errors.js';
 import { isRunning, processStartTime } from './units.js';
 
@@ -31,10 +31,6 @@ export function liveLockHolder(path: string): number | null {
 export function drivenBy(batchDir: string, pid: number | null): BatchError {
   const who = pid === null ? 'another prun' : `prun pid ${pid}`;
   return new BatchError(`${batchDir} is being driven by ${who}; wait for it, or watch it with prun status`, EXIT.busy);
-}
-
-function sleepMs(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /**
@@ -69,7 +65,7 @@ export function takeDriverLock(lockPath: string, batchDir: string): number {
     // The holder writes its pid right after taking the lock: give it a moment to appear.
     let holder = readLockHolder(lockPath);
     for (let i = 0; holder === null && i < 20; i += 1) {
-      sleepMs(10);
+      sleepSync(10);
       holder = readLockHolder(lockPath);
     }
     throw drivenBy(batchDir, holder === null ? null : holder.pid);

@@ -360,4 +360,4 @@ export function isRegularFile(path: PathLike): boolean {
 
 // --- flock ------------------------------------------------------------------------------------
 
-export { type FlockAttempt, FlockUnavailableError, tryFlock } from './flock.js';
+export { type FlockAttempt, FlockUnavailableError, sleepSync, tryFlock, tryFlockSharedMany } from './flock.js';

@@ -11,6 +11,10 @@
 //                at its top level, and in the same chunk that import would wait for itself.
 // --lazy PATH    a workspace module (packages/PATH) that loads only behind a dynamic import: it
 //                stays in a chunk of its own, with what only it loads, instead of the command's.
+// --eager PATH   third-party code (node_modules/PATH, e.g. zod/v4/mini) the command is meant to
+//                load at every start: it joins the command chunk. Without it, third-party code the
+//                command reaches statically fails the start-up check below, as a module that should
+//                have been behind a dynamic import (--lazy) would.
 // --cjs          each entry becomes one CommonJS file, dist/bundle-NAME.cjs, with everything it
 //                loads but the --lazy modules (chunks of their own, required on demand), kit's
 //                runBin included. A CommonJS bin (bin/*.cjs) is read and compiled synchronously:
@@ -49,8 +53,9 @@ const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/gu, '\\$&');
 const pathPattern = (path) => path.split('/').map(escape).join('[\\\\/]');
 
 /** The chunk groups: kit's runBin alone, then every workspace module but the entries and the lazy ones. */
-export function chunkGroups({ entries, lazy }) {
+export function chunkGroups({ entries, lazy, eager = [] }) {
   const workspaceDist = /[\\/]packages[\\/][a-z0-9-]+[\\/]dist[\\/]/u;
+  const eagerModules = eager.map((path) => new RegExp(`[\\\\/]node_modules[\\\\/]${pathPattern(path)}[\\\\/]`, 'u'));
   const lazyModules = lazy.map((path) => new RegExp(`[\\\\/]packages[\\\\/]${pathPattern(path)}$`, 'u'));
   const entryFiles = new Set(entries);
   return [
@@ -58,12 +63,13 @@ export function chunkGroups({ entries, lazy }) {
     {
       name: 'command',
       priority: 1,
-      test: (id) => workspaceDist.test(id) && !entryFiles.has(id) && !lazyModules.some((pattern) => pattern.test(id)),
+      test: (id) =>
+        (workspaceDist.test(id) && !entryFiles.has(id) && !lazyModules.some((pattern) => pattern.test(id))) || eagerModules.some((pattern) => pattern.test(id)),
     },
   ];
 }
 
-export async function bundleBins({ packageDir, entries, lazy = [], cjs = false }) {
+export async function bundleBins({ packageDir, entries, lazy = [], eager = [], cjs = false }) {
   const { rolldown } = await import('rolldown');
   const dist = `${resolve(packageDir, 'dist')}${sep}`;
   if (cjs) {
@@ -71,7 +77,7 @@ export async function bundleBins({ packageDir, entries, lazy = [], cjs = false }
     // file (it does not await at its top level, so its own dynamic import of the command is fine).
     for (const name of entries) {
       const entry = `${dist}${name}.js`;
-      const groups = chunkGroups({ entries: [], lazy }).filter((group) => group.name === 'command');
+      const groups = chunkGroups({ entries: [], lazy, eager }).filter((group) => group.name === 'command');
       const bundle = await rolldown({ input: { [name]: entry }, platform: 'node', external: [/^node:/u], preserveEntrySignatures: 'allow-extension', logLevel: 'warn' });
       try {
         const { output } = await bundle.write({
@@ -108,7 +114,7 @@ export async function bundleBins({ packageDir, entries, lazy = [], cjs = false }
       chunkFileNames: `${BUNDLE_PREFIX}[name]-[hash].js`,
       codeSplitting: {
         includeDependenciesRecursively: false,
-        groups: chunkGroups({ entries: Object.values(input), lazy }),
+        groups: chunkGroups({ entries: Object.values(input), lazy, eager }),
       },
     });
     const problem = eagerLoadProblem(output);
@@ -143,15 +149,15 @@ export function eagerLoadProblem(output) {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const { values, positionals } = parseArgs({
-    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true }, cjs: { type: 'boolean' } },
+    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true }, eager: { type: 'string', multiple: true }, cjs: { type: 'boolean' } },
     allowPositionals: true,
   });
   if (!values.entry?.length || positionals.length > 1) {
-    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ... | --cjs]\n');
+    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ...] [--eager PATH ...] [--cjs]\n');
     process.exit(2);
   }
   try {
-    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [], cjs: values.cjs ?? false });
+    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [], eager: values.eager ?? [], cjs: values.cjs ?? false });
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(1);

@@ -4,8 +4,10 @@
  * as a batch supervisor keeps one per unit. Plain data and listeners: no process state.
  */
 
-/** The signals a dispatcher treats as "stop": the unit ends as if the bin had received one. */
-export type UnitStopSignal = 'SIGTERM' | 'SIGINT' | 'SIGHUP';
+import { STOP_SIGNALS, type StopSignal } from '@prun/kit/cli';
+
+/** The signals a dispatcher treats as "stop" (kit's one list): the unit ends as if the bin had received one. */
+export type UnitStopSignal = StopSignal;
 
 /** One request: stop as if `signal` had arrived, or kill the worker tree now. */
 export type StopRequest = { kind: 'stop'; signal: UnitStopSignal } | { kind: 'kill' };
@@ -16,7 +18,7 @@ export interface UnitStopSource {
   subscribe(listener: (request: StopRequest) => void): () => void;
 }
 
-const STOP_SIGNAL_NAMES: ReadonlySet<string> = new Set(['SIGTERM', 'SIGINT', 'SIGHUP']);
+const STOP_SIGNAL_NAMES: ReadonlySet<string> = new Set(STOP_SIGNALS);
 
 export function isUnitStopSignal(value: unknown): value is UnitStopSignal {
   return typeof value === 'string' && STOP_SIGNAL_NAMES.has(value);

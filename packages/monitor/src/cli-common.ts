@@ -1,4 +1,4 @@
-import { CliError, EXIT_INTERNAL, EXIT_USAGE, formatInternalError, packageVersion, printable, usageError } from '@prun/kit/cli';
+import { CliError, EXIT_USAGE, formatCliError, packageVersion, printable } from '@prun/kit/cli';
 import { ArgvError, parseArgv, renderHelp, usageMistake, type BinSpec } from '@prun/kit/spec';
 import { BoundedLineSplitter, MAX_OPERAND_LINE_BYTES, classifyOperandLine } from './operands.js';
 import { MAX_ENTRY_BYTES } from '@prun/unit-state';
@@ -25,7 +25,8 @@ export function parseArgs(argv: readonly string[], spec: BinSpec = MONITOR_SPEC)
   try {
     result = parseArgv(spec, argv);
   } catch (error) {
-    throw error instanceof ArgvError ? usageError(printable(error.message)) : error;
+    // The message may quote a typed word: printable, so it stays one line.
+    throw error instanceof ArgvError ? new ArgvError(error.kind, error.word, printable(error.message), error.exitCode, error.path) : error;
   }
   const parsed: ParsedArgs = { json: false, help: result.kind === 'help', version: result.kind === 'version', stdin: false, operands: [] };
   if (result.kind !== 'run') return parsed;
@@ -115,8 +116,11 @@ export function writeLine(line: string): void {
 /** What a watch bin (monitor or gather) plugs into `runWatchCli`. */
 export interface WatchCli<Settings, Run extends WatchLoop> {
   spec: BinSpec;
-  /** Print a usage failure (exit 2 is set by the caller). `showUsage` adds the usage line. */
-  usageFailure: (json: boolean, message: string, showUsage: boolean) => void;
+  /**
+   * What a usage error (exit 2) prints on stdout besides its one stderr line: monitor's
+   * `MONITOR-EVENT usage-error` (or its JSON form); gather prints nothing there, as its original.
+   */
+  usageEvent?: (json: boolean, message: string) => void;
   /** What is missing when no operand was given, e.g. `<state-dir>`. */
   operandName: string;
   /** Read the settings from the environment (throws CliError). */
@@ -130,22 +134,33 @@ export interface WatchCli<Settings, Run extends WatchLoop> {
 }
 
 /**
+ * Whether a command line that did not parse still asked for --json: kit's parse of it without the
+ * offending word (`--json --bogus`), so the usage-error event on stdout is in the form asked for.
+ */
+function jsonDespiteMistake(argv: readonly string[], spec: BinSpec, error: unknown): boolean {
+  if (!(error instanceof ArgvError) || error.word === '') return false;
+  try {
+    const parsed = parseArgv(spec, argv.filter((word) => word !== error.word));
+    return parsed.kind === 'run' && parsed.options['json'] === true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * The shared shape of both bins: options, help and version, operands from argv or stdin, the
- * watch, the exit code; a CliError is one line and exit 2, anything else one line and 70.
+ * watch, the exit code. A failure is thrown to kit's one catch (commandMain in each bin's main,
+ * runBin at its shim): a CliError is one line and its own exit code, anything else one line and 70.
  */
 export async function runWatchCli<Settings, Run extends WatchLoop>(
   argv: readonly string[],
   cli: WatchCli<Settings, Run>,
 ): Promise<void> {
   const note = cli.note ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const end = argv.indexOf('--');
-  const json = (end === -1 ? argv : argv.slice(0, end)).includes('--json');
-  const usageFailure = (message: string, showUsage: boolean): void => {
-    cli.usageFailure(json, message, showUsage);
-    process.exitCode = EXIT_USAGE;
-  };
+  let json = false;
   try {
     const args = parseArgs(argv, cli.spec);
+    json = args.json;
     if (args.help) {
       process.stdout.write(renderHelp(cli.spec));
       return;
@@ -155,10 +170,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
       return;
     }
     const settings = cli.settings();
-    if (!args.stdin && args.operands.length === 0) {
-      usageFailure(`need at least one ${cli.operandName}`, true);
-      return;
-    }
+    if (!args.stdin && args.operands.length === 0) throw usageMistake(cli.spec, `need at least one ${cli.operandName}`);
     const run = cli.create(args, settings);
     if (args.stdin) {
       let count = 0;
@@ -175,7 +187,10 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
               return;
             }
             run.stop(EXIT_USAGE);
-            usageFailure(`no ${cli.operandName} on stdin`, false);
+            const mistake = usageMistake(cli.spec, `no ${cli.operandName} on stdin`);
+            cli.usageEvent?.(args.json, mistake.message);
+            process.stderr.write(formatCliError(cli.spec.name, mistake));
+            process.exitCode = EXIT_USAGE;
           },
           (notice) => note(`${cli.spec.name}: ${stdinNoticeText(notice)}`),
         ),
@@ -188,12 +203,9 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
     cli.finish?.();
     if (process.exitCode === undefined) process.exitCode = code;
   } catch (error) {
-    if (error instanceof CliError) {
-      usageFailure(error.message, false);
-      return;
-    }
-    // One line (the stack only under PRUN_DEBUG), exit 70, as every prun bin.
-    process.stderr.write(formatInternalError(cli.spec.name, error));
-    process.exitCode = EXIT_INTERNAL;
+    // Not a catch of its own: a usage error's stdout side (monitor's event), then the error goes on
+    // to kit's one catch, which prints its line and sets its exit code.
+    if (error instanceof CliError && error.exitCode === EXIT_USAGE) cli.usageEvent?.(json || jsonDespiteMistake(argv, cli.spec, error), error.message);
+    throw error;
   }
 }

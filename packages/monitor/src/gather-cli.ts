@@ -1,4 +1,4 @@
-import { printable } from '@prun/kit/cli';
+import { commandMain, printable } from '@prun/kit/cli';
 import { runWatchCli, unusableFileText, writeLine } from './cli-common.js';
 import { GatherRun, type GatherRecord } from './gather.js';
 import { GATHER_ENV, readSettings } from './settings.js';
@@ -15,15 +15,12 @@ function format(record: GatherRecord, json: boolean): string {
   return `TIMEOUT remaining=${record.remaining}`;
 }
 
-export async function main(argv: string[]): Promise<void> {
-  await runWatchCli(argv, {
+/** kit's commandMain is its one catch, under its own name when `prun gather` hosts it too. */
+export const main = commandMain('prun-gather', (argv) =>
+  runWatchCli(argv, {
     spec: GATHER_SPEC,
     operandName: '<result-file>',
-    // As the original: a usage error prints nothing on stdout.
-    usageFailure: (_json, message) => {
-      process.stderr.write(`prun-gather: ${message}\n`);
-      process.stderr.write('usage: prun-gather [--json] <result-file> [<result-file> ...] | prun-gather [--json] -\n');
-    },
+    // As the original: a usage error prints nothing on stdout (no usageEvent).
     settings: () => readSettings(process.env, GATHER_ENV),
     create: (args, settings) =>
       new GatherRun({
@@ -33,5 +30,5 @@ export async function main(argv: string[]): Promise<void> {
         onUnusable: (file) => process.stderr.write(`prun-gather: ${unusableFileText(file)}\n`),
       }),
     add: (run, operand, fromStateDirLine) => (fromStateDirLine ? run.addStateDir(operand) : run.addFile(operand)),
-  });
-}
+  }),
+);

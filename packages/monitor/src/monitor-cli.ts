@@ -1,4 +1,4 @@
-import { printable } from '@prun/kit/cli';
+import { commandMain, printable } from '@prun/kit/cli';
 import { formatStatus } from './classify.js';
 import { join } from 'node:path';
 import { STATE_FILES } from '@prun/unit-state';
@@ -78,7 +78,8 @@ class LiveDriver {
   }
 }
 
-export async function main(argv: string[]): Promise<void> {
+/** kit's commandMain is its one catch, under its own name when `prun monitor` hosts it too. */
+export const main = commandMain('prun-monitor', async (argv) => {
   const view = liveViewOn(process.env, process.stderr.isTTY === true) ? new LiveView(process.stderr, true) : undefined;
   let run: MonitorRun | undefined;
   const live = view ? new LiveDriver(view, () => run) : undefined;
@@ -89,12 +90,8 @@ export async function main(argv: string[]): Promise<void> {
   await runWatchCli(argv, {
     spec: MONITOR_SPEC,
     operandName: '<state-dir>',
-    usageFailure: (json, message, showUsage) => {
-      // Coordinators parse stdout: even a usage error says so there.
-      writeLine(json ? JSON.stringify({ event: 'usage-error', message }) : 'MONITOR-EVENT usage-error');
-      process.stderr.write(`prun-monitor: ${message}\n`);
-      if (showUsage) process.stderr.write('Usage: prun-monitor [--json] STATE_DIR... | prun-monitor [--json] -\n');
-    },
+    // Coordinators parse stdout: even a usage error says so there.
+    usageEvent: (json, message) => writeLine(json ? JSON.stringify({ event: 'usage-error', message }) : 'MONITOR-EVENT usage-error'),
     settings: () => readSettings(process.env, MONITOR_ENV),
     create: (args, settings) => {
       run = new MonitorRun({
@@ -113,4 +110,4 @@ export async function main(argv: string[]): Promise<void> {
     finish: () => live?.stop(),
     note,
   });
-}
+});

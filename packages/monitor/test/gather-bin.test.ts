@@ -58,7 +58,8 @@ describe.concurrent('prun-gather: upstream contract', () => {
     const r = await run(gatherBin, [], gatherEnv());
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toContain('usage: prun-gather');
+    // One line, pointing at the declaration's help (docs/exit-codes.md), no hand-written usage.
+    expect(r.stderr).toBe('prun-gather: need at least one <result-file> (see prun-gather --help)\n');
   });
 
   it('honours the quiet window', async () => {

@@ -86,12 +86,11 @@ describe.concurrent('prun-monitor: upstream contract', () => {
     expect(r.stdout).toContain('UNIT u2 stalled(');
   });
 
-  it('no arguments exits two with usage-error on stdout and usage on stderr', async () => {
+  it('no arguments exits two with usage-error on stdout and one line on stderr', async () => {
     const r = await run(monitorBin, [], monitorEnv());
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('MONITOR-EVENT usage-error\n');
-    expect(r.stderr).toContain('prun-monitor: need at least one <state-dir>');
-    expect(r.stderr).toContain('Usage:');
+    expect(r.stderr).toBe('prun-monitor: need at least one <state-dir> (see prun-monitor --help)\n');
   });
 
   it('the start line follows the schema', async () => {
@@ -528,6 +527,10 @@ describe.concurrent('prun-monitor: operands from stdin and --json', () => {
     const usage = await run(monitorBin, ['--json'], monitorEnv());
     expect(usage.code).toBe(2);
     expect(JSON.parse(usage.stdout)).toMatchObject({ event: 'usage-error' });
+    // A line that does not parse still asked for --json: the event is JSON, read from kit's parse.
+    const mistake = await run(monitorBin, ['--bogus', '--json'], monitorEnv());
+    expect(mistake.code).toBe(2);
+    expect(JSON.parse(mistake.stdout)).toEqual({ event: 'usage-error', message: 'unknown option: --bogus (see prun-monitor --help)' });
   });
 
   it('prints nothing extra on stderr when stderr is not a TTY', async () => {

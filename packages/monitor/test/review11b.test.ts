@@ -3,13 +3,11 @@
 // prun-job). prun-gather adds a second, hand-written usage line that is not its declaration's
 // (`<result-file> [<result-file> ...]` where its --help says `RESULT_FILE...`).
 import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { renderHelp } from '@prun/kit/spec';
 import { GATHER_SPEC } from '../src/spec.js';
 
-const gather = fileURLToPath(new URL('../bin/prun-gather.js', import.meta.url));
-const monitor = fileURLToPath(new URL('../bin/prun-monitor.js', import.meta.url));
+import { gatherBin as gather, monitorBin as monitor } from './helpers.js';
 
 describe('prun-monitor usage errors (review11b)', () => {
   it('no operand: one stderr line (its hand-written `Usage:` line is a second)', () => {

@@ -309,7 +309,7 @@ export async function runClean(dirArg: string, options: CleanOptions, env: NodeJ
     const result = options.dryRun ? { ...plan, failures: [] } : await carryOut(plan, options, env, cwd);
     for (const failure of result.failures) warn(failure);
     process.stdout.write(options.json ? cleanJson(result, options.dryRun) : renderClean(result, options.dryRun));
-    return result.failures.length > 0 ? 1 : EXIT.ok;
+    return result.failures.length > 0 ? EXIT.failed : EXIT.ok;
   } finally {
     if (lock !== null) closeSync(lock);
   }

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
-import { CliError, closeDebuggerDoor, endProcess, formatCliError, packageVersion, signalExitCode, STOP_SIGNALS } from '@prun/kit/cli';
+import { CliError, closeDebuggerDoor, endProcess, packageVersion, signalExitCode, STOP_SIGNALS } from '@prun/kit/cli';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting } from '@prun/monitor';
-import { parseArgv, renderHelp, unknownCommand } from '@prun/kit/spec';
+import { answerHelpOrVersion, parseArgv, renderHelp, unknownCommand, type ParsedArgv } from '@prun/kit/spec';
 import { z } from 'zod';
 import { BatchRun, batchPaths, type BatchOutcome } from './batch.js';
 import { EXIT } from './errors.js';
@@ -22,21 +22,12 @@ import { resolveBatchDir } from './ledger.js';
 
 const NAME = 'prun';
 
-/** File-system error codes that mean a path or permission the user can fix. */
-const PATH_ERRORS = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR', 'EISDIR', 'ENAMETOOLONG', 'ELOOP', 'EEXIST', 'ENOTEMPTY', 'ENOSPC', 'EDQUOT']);
-
 /** prun's own usage errors are kit's one error type (exit 2). */
 const UsageError = CliError;
 
 /** The help of prun itself: every command, the fronted bins' summaries from their own declarations. */
 async function help(): Promise<string> {
   return renderHelp(await fullSpec());
-}
-
-/** `-h`/`--help` or `--version` among a command's words, before any `--`. */
-function asked(words: readonly string[], flags: readonly string[]): boolean {
-  const end = words.indexOf('--');
-  return (end === -1 ? words : words.slice(0, end)).some((word) => flags.includes(word));
 }
 
 /** `prun help [COMMAND [SUBCOMMAND...]]`: the help `prun COMMAND ... --help` would print. */
@@ -62,23 +53,19 @@ async function runHelp(words: string[]): Promise<number> {
   throw unknownCommand(OWN_SPEC, command);
 }
 
+const MANIFEST = new URL('../package.json', import.meta.url);
+
 function version(): string {
-  return packageVersion(new URL('../package.json', import.meta.url));
+  return packageVersion(MANIFEST);
 }
 
 const Positive = z.coerce.number().int().positive();
 const NonNegative = z.coerce.number().int().nonnegative();
 
-/** Parses one of prun's own commands by its declaration (spec.ts); a mistake is a usage error. */
-function parseOwn(command: string, argv: string[]) {
-  const parsed = parseArgv(OWN_SPEC, [command, ...argv]);
-  // -h/--help and --version were answered before the command ran.
-  if (parsed.kind !== 'run') throw new UsageError(`${command}: unexpected ${parsed.kind} request`);
-  return parsed;
-}
+/** One of prun's own command lines, parsed by its declaration (spec.ts); -h/--help and --version were answered. */
+type OwnArgs = Extract<ParsedArgv, { kind: 'run' }>;
 
-function parseBatchArgs(argv: string[]) {
-  const { options: values, positionals } = parseOwn('batch', argv);
+function parseBatchArgs({ options: values, positionals }: OwnArgs) {
   const raw = (name: string): string | undefined => (values[name] === undefined ? undefined : String(values[name]));
   const jobs = values['jobs'] === undefined ? availableParallelism() : Positive.safeParse(raw('jobs'));
   if (typeof jobs !== 'number' && !jobs.success) throw new UsageError(`--jobs must be a positive integer (got: ${raw('jobs')})`);
@@ -149,8 +136,8 @@ function countStatuses(outcome: BatchOutcome): Record<string, number> {
   return counts;
 }
 
-async function runBatch(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const args = parseBatchArgs(argv);
+async function runBatch(parsed: OwnArgs, env: NodeJS.ProcessEnv): Promise<number> {
+  const args = parseBatchArgs(parsed);
   // The monitor's own setting, read by its own rules, so both tools agree on what a stall is.
   const [stallName, stallDefault] = MONITOR_ENV.stallThresholdS;
   const stallSeconds = readSecondsSetting(env, stallName, stallDefault);
@@ -245,8 +232,7 @@ async function runDryRun(plan: string, dir: string | undefined, env: NodeJS.Proc
   return EXIT.ok;
 }
 
-async function runCancel(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const { positionals } = parseOwn('cancel', argv);
+async function runCancel({ positionals }: OwnArgs, env: NodeJS.ProcessEnv): Promise<number> {
   const [dir, ...ids] = positionals as [string, ...string[]];
   const message = (line: string): void => {
     process.stderr.write(`${NAME}: ${line}\n`);
@@ -257,8 +243,7 @@ async function runCancel(argv: string[], env: NodeJS.ProcessEnv): Promise<number
   return EXIT.ok;
 }
 
-async function runStatus(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const { options: values, positionals } = parseOwn('status', argv);
+async function runStatus({ options: values, positionals }: OwnArgs, env: NodeJS.ProcessEnv): Promise<number> {
   if (values.watch === true) {
     if (values.json === true) throw new UsageError('status: --watch and --json do not go together (prun wait DIR --json prints the final summary)');
     return (await import('./live/commands.js')).runStatusWatch(positionals[0]!, env);
@@ -274,100 +259,82 @@ async function runStatus(argv: string[], env: NodeJS.ProcessEnv): Promise<number
   return 0;
 }
 
-function runClone(argv: string[]): number {
-  const { positionals } = parseOwn('clone', argv);
+function runClone({ positionals }: OwnArgs): number {
   process.stdout.write(`${throwawayClone(positionals[0]!, positionals[1]!)}\n`);
   return 0;
 }
 
-async function runCompletion(argv: string[]): Promise<number> {
-  const shell = parseOwn('completion', argv).positionals[0] as Shell;
+async function runCompletion({ positionals }: OwnArgs): Promise<number> {
+  const shell = positionals[0] as Shell;
   process.stdout.write(await completionScript(shell));
   return 0;
 }
 
+/**
+ * prun's command line. Errors are not caught here: they reach kit's one catch (runBin, bin/prun.js),
+ * a CliError with its own exit code, anything else an internal error (70).
+ */
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const [command, ...rest] = argv;
-  try {
-    if (command === undefined || command === '--help' || command === '-h') {
-      process.stdout.write(await help());
-      process.exitCode = command === undefined ? 2 : 0;
+  if (command === undefined || command === '--help' || command === '-h') {
+    process.stdout.write(await help());
+    process.exitCode = command === undefined ? 2 : 0;
+    return;
+  }
+  if (command === 'help') {
+    process.exitCode = await runHelp(rest);
+    return;
+  }
+  if (command === '--version') {
+    process.stdout.write(`${version()}\n`);
+    return;
+  }
+  const tool = TOOL_COMMANDS.find((candidate) => candidate.name === command);
+  if (tool) {
+    const loaded = await tool.load();
+    await loaded.main(rest);
+    // A tool whose exit code must hold against a late signal (the dispatcher) ends at its bin
+    // edge once its output is flushed; prun hosting it is that edge.
+    if ((loaded as { exitWhenDone?: boolean }).exitWhenDone === true) await endProcess();
+    return;
+  }
+  if (!OWN_SPEC.commands?.some((own) => own.name === command)) {
+    // `prun --bogus` is an unknown option (kit's parser says so), `prun bogus` an unknown command.
+    if (command.startsWith('-')) parseArgv(OWN_SPEC, [command]);
+    throw unknownCommand(OWN_SPEC, command);
+  }
+  // Every command of prun's own answers -h/--help and --version, as its declaration's parse says.
+  const parsed = parseArgv(OWN_SPEC, argv);
+  if (answerHelpOrVersion(OWN_SPEC, parsed, MANIFEST)) return;
+  if (parsed.kind !== 'run') return;
+  const { options, positionals } = parsed;
+  switch (command) {
+    case 'batch':
+      process.exitCode = await runBatch(parsed, env);
+      return;
+    case 'status':
+      process.exitCode = await runStatus(parsed, env);
+      return;
+    case 'wait':
+      process.exitCode = await (await import('./live/commands.js')).runWait(positionals[0]!, options.json === true);
+      return;
+    case 'log':
+      process.exitCode = await (await import('./live/commands.js')).runLog(positionals[0]!, positionals[1]!, { follow: options.follow === true, raw: options.raw === true });
+      return;
+    case 'cancel':
+      process.exitCode = await runCancel(parsed, env);
+      return;
+    case 'clean': {
+      const flags = { dryRun: options['dry-run'] === true, snapshot: options['snapshot'] === true, clones: options['clones'] === true, json: options['json'] === true };
+      const warn = (line: string): void => void process.stderr.write(`${NAME}: ${line}\n`);
+      process.exitCode = await (await import('./clean.js')).runClean(positionals[0]!, flags, env, process.cwd(), warn);
       return;
     }
-    if (command === 'help') {
-      process.exitCode = await runHelp(rest);
+    case 'clone':
+      process.exitCode = runClone(parsed);
       return;
-    }
-    if (command === '--version') {
-      process.stdout.write(`${version()}\n`);
+    case 'completion':
+      process.exitCode = await runCompletion(parsed);
       return;
-    }
-    const tool = TOOL_COMMANDS.find((candidate) => candidate.name === command);
-    if (tool) {
-      const loaded = await tool.load();
-      await loaded.main(rest);
-      // A tool whose exit code must hold against a late signal (the dispatcher) ends at its bin
-      // edge once its output is flushed; prun hosting it is that edge.
-      if ((loaded as { exitWhenDone?: boolean }).exitWhenDone === true) await endProcess();
-      return;
-    }
-    // Every command of prun's own answers -h/--help and --version, whatever else is on the line.
-    if (OWN_SPEC.commands?.some((own) => own.name === command)) {
-      if (asked(rest, ['-h', '--help'])) {
-        process.stdout.write(renderHelp(OWN_SPEC, [command]));
-        return;
-      }
-      if (asked(rest, ['--version'])) {
-        process.stdout.write(`${version()}\n`);
-        return;
-      }
-    }
-    switch (command) {
-      case 'batch':
-        process.exitCode = await runBatch(rest, env);
-        return;
-      case 'status':
-        process.exitCode = await runStatus(rest, env);
-        return;
-      case 'wait': {
-        const { options, positionals } = parseOwn('wait', rest);
-        process.exitCode = await (await import('./live/commands.js')).runWait(positionals[0]!, options.json === true);
-        return;
-      }
-      case 'log': {
-        const { options, positionals } = parseOwn('log', rest);
-        process.exitCode = await (await import('./live/commands.js')).runLog(positionals[0]!, positionals[1]!, { follow: options.follow === true, raw: options.raw === true });
-        return;
-      }
-      case 'cancel':
-        process.exitCode = await runCancel(rest, env);
-        return;
-      case 'clean': {
-        const { options, positionals } = parseOwn('clean', rest);
-        const flags = { dryRun: options['dry-run'] === true, snapshot: options['snapshot'] === true, clones: options['clones'] === true, json: options['json'] === true };
-        const warn = (line: string): void => void process.stderr.write(`${NAME}: ${line}\n`);
-        process.exitCode = await (await import('./clean.js')).runClean(positionals[0]!, flags, env, process.cwd(), warn);
-        return;
-      }
-      case 'clone':
-        process.exitCode = runClone(rest);
-        return;
-      case 'completion':
-        process.exitCode = await runCompletion(rest);
-        return;
-      default:
-        // `prun --bogus` is an unknown option (kit's parser says so), `prun bogus` an unknown command.
-        if (command.startsWith('-')) parseArgv(OWN_SPEC, [command]);
-        throw unknownCommand(OWN_SPEC, command);
-    }
-  } catch (error) {
-    const errno = (error as NodeJS.ErrnoException | undefined)?.code;
-    const isArgError = errno?.startsWith('ERR_PARSE_ARGS') === true;
-    // A permission or path problem is the user's to fix, not a bug: a usage error naming it.
-    const isPathError = errno !== undefined && PATH_ERRORS.has(errno);
-    if (!(error instanceof CliError) && !isArgError && !isPathError) throw error; // runBin's one catch: internal error, 70
-    // kit's one formatting of a known error (its hint line too, as the bins print it).
-    process.stderr.write(error instanceof CliError ? formatCliError(NAME, error) : `${NAME}: ${(error as Error).message}\n`);
-    process.exitCode = error instanceof CliError ? error.exitCode : EXIT.usage;
   }
 }

@@ -2,6 +2,7 @@ import { CliError } from '@prun/kit/cli';
 import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { EXIT } from './errors.js';
 
 export class CloneError extends CliError {
   constructor(message: string, exitCode: number) {
@@ -31,15 +32,15 @@ export function throwawayClone(repo: string, dir: string): string {
   } catch {
     // nothing there, not even a dangling link
   }
-  if (exists) throw new CloneError(`clone destination already exists; use a fresh path: ${target}`, 2);
+  if (exists) throw new CloneError(`clone destination already exists; use a fresh path: ${target}`, EXIT.usage);
   const source = resolve(repo);
-  if (!existsSync(source)) throw new CloneError(`repository not found: ${source}`, 2);
+  if (!existsSync(source)) throw new CloneError(`repository not found: ${source}`, EXIT.usage);
   const clone = git(['clone', '--quiet', '--local', '-c', 'core.longpaths=true', source, target]);
-  if (!clone.ok) throw new CloneError(`git clone failed: ${clone.detail}`, 1);
+  if (!clone.ok) throw new CloneError(`git clone failed: ${clone.detail}`, EXIT.failed);
   const remotes = spawnSync('git', ['remote'], { cwd: target, encoding: 'utf8' });
   for (const remote of `${remotes.stdout ?? ''}`.split('\n').filter(Boolean)) {
     const removed = git(['remote', 'remove', remote], target);
-    if (!removed.ok) throw new CloneError(`could not remove remote ${remote} from the clone: ${removed.detail}`, 1);
+    if (!removed.ok) throw new CloneError(`could not remove remote ${remote} from the clone: ${removed.detail}`, EXIT.failed);
   }
   return target;
 }

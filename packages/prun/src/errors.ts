@@ -4,6 +4,8 @@ import { QUOTA_EXHAUSTED_EXIT } from '@prun/quota';
 /** prun's own exit codes (docs/exit-codes.md); 1-100 is a finished batch's count of failed and invalid units. */
 export const EXIT = {
   ok: 0,
+  /** `clone`: git failed; `clean`: something could not be archived or removed and was kept. */
+  failed: 1,
   usage: 2,
   internal: 70,
   /** The batch stopped on a quota refusal under --no-quota-wait. */

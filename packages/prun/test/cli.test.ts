@@ -16,7 +16,9 @@ function binPath(bin: string): string {
   const folder = TOOL_COMMANDS.find((tool) => tool.bin === bin)!;
   const pkg = { 'prun-dispatch-agy': 'dispatcher-agy', 'prun-monitor': 'monitor', 'prun-gather': 'monitor', 'prun-report-state': 'report-state',
     'prun-snapshot-tail': 'snapshot-tail', 'prun-quota': 'quota', 'prun-model-resolve': 'model-resolve', 'prun-env-scrub': 'env-scrub', 'prun-job': 'job-runner' }[folder.bin]!;
-  return join(repoRoot, 'packages', pkg, 'bin', `${bin}.js`);
+  // A bundled bin's shim is CommonJS (`.cjs`), the others ESM (`.js`).
+  const shim = join(repoRoot, 'packages', pkg, 'bin', `${bin}.js`);
+  return existsSync(shim) ? shim : join(repoRoot, 'packages', pkg, 'bin', `${bin}.cjs`);
 }
 
 describe('prun front door', () => {

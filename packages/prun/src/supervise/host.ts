@@ -2,6 +2,7 @@
 // entry `runUnit`: the same code the `prun-dispatch-agy` bin runs, with the unit's own working
 // directory and environment, its output going to the unit's log files, and a stop of its own.
 import { runUnit, UnitStopper } from '@prun/dispatcher-agy';
+import { EXIT_INTERNAL, type StopSignal } from '@prun/kit/cli';
 
 export interface HostedIo {
   cwd: string;
@@ -18,7 +19,7 @@ export interface HostedDispatch {
    * worker group and publishes a FALLBACK naming the signal, a second kills the group at once;
    * after the worker has exited nothing changes.
    */
-  stop: (signal: 'SIGINT' | 'SIGTERM' | 'SIGHUP') => void;
+  stop: (signal: StopSignal) => void;
 }
 
 /** Start one dispatch in this process. */
@@ -27,7 +28,7 @@ export function startDispatch(argv: readonly string[], io: HostedIo): HostedDisp
   const done = runUnit({ argv, cwd: io.cwd, env: io.env, stdout: io.stdout, stderr: io.stderr, stop: stopper }).catch((error: unknown) => {
     // runUnit never rejects; should it, the unit ends as an internal error, not the supervisor.
     io.stderr(`dispatch-task-agy: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
-    return 70;
+    return EXIT_INTERNAL;
   });
   return { done, stop: (signal) => stopper.stop(signal) };
 }

@@ -15,7 +15,7 @@
 import { closeSync, mkdirSync, openSync, readdirSync, rmSync, watch, writeFileSync, writeSync, type FSWatcher } from 'node:fs';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
-import { closeDebuggerDoor, STOP_SIGNALS, type StopSignal } from '@prun/kit/cli';
+import { CliError, EXIT_INTERNAL, EXIT_OK, STOP_SIGNALS, type StopSignal } from '@prun/kit/cli';
 import { processStartTime } from '../units.js';
 import { startDispatch, type HostedDispatch } from './host.js';
 import { lineSplitter, supervisorPaths, writeHostedRecord, type EndNotice, type StartRequest, type SupervisorPaths } from './records.js';
@@ -45,9 +45,11 @@ function isStartRequest(value: unknown): value is StartRequest {
   );
 }
 
+const STOP_NAME = new RegExp(`^(.+)\\.(\\d+)\\.(${STOP_SIGNALS.join('|')})\\.[0-9a-f]+$`);
+
 /** `<id>.<attempt>.<SIGNAL>.<nonce>`: one stop request for one attempt of one unit (see src/stop.ts). */
 function parseStopName(name: string): { id: string; attempt: number; signal: StopSignal } | null {
-  const match = /^(.+)\.(\d+)\.(SIGINT|SIGTERM|SIGHUP)\.[0-9a-f]+$/.exec(name);
+  const match = STOP_NAME.exec(name);
   return match === null ? null : { id: match[1]!, attempt: Number(match[2]), signal: match[3] as StopSignal };
 }
 
@@ -58,6 +60,11 @@ class Supervisor {
   private driverGone = false;
   private stopWatcher: FSWatcher | null = null;
   private readonly onSignal = (signal: StopSignal): void => this.stopAll(signal);
+  /** Resolves once the driver has gone and the last hosted unit has ended and been recorded. */
+  private finish: () => void = () => undefined;
+  private readonly finished = new Promise<void>((resolve) => {
+    this.finish = resolve;
+  });
 
   constructor(
     private readonly batchDir: string,
@@ -65,7 +72,8 @@ class Supervisor {
     private readonly channel: Socket,
   ) {}
 
-  run(): void {
+  /** Serve until the driver has gone and no unit is left; the bin edge then ends the process. */
+  run(): Promise<void> {
     mkdirSync(this.paths.units, { recursive: true });
     mkdirSync(this.paths.stop, { recursive: true });
     // A signal to the supervisor reaches every unit it hosts, as it would each unit's own
@@ -86,6 +94,7 @@ class Supervisor {
     this.channel.on('close', () => this.onDriverGone());
     // A write to a driver that died is lost; the unit's record carries the outcome.
     this.channel.on('error', () => undefined);
+    return this.finished;
   }
 
   private onLine(line: string): void {
@@ -108,12 +117,12 @@ class Supervisor {
     if (this.hosted.has(id)) {
       // The driver starts a unit only when it is not running: never two dispatches of one unit.
       process.stderr.write(`prun supervisor ${process.pid}: unit ${id} is already running here; attempt ${attempt} refused\n`);
-      this.ended(id, attempt, 70);
+      this.ended(id, attempt, EXIT_INTERNAL);
       return;
     }
     if (!this.recorded(id, attempt, 'running', null)) {
       // Unrecorded, a resumed driver could not tell it runs: it is not started.
-      this.ended(id, attempt, 70);
+      this.ended(id, attempt, EXIT_INTERNAL);
       return;
     }
     let out: number;
@@ -128,7 +137,7 @@ class Supervisor {
       }
     } catch (error) {
       process.stderr.write(`prun supervisor ${process.pid}: unit ${id}: cannot open its logs: ${(error as Error).message}\n`);
-      this.ended(id, attempt, 70);
+      this.ended(id, attempt, EXIT_INTERNAL);
       return;
     }
     const write = (fd: number) => (text: string) => {
@@ -217,21 +226,22 @@ class Supervisor {
   private maybeExit(): void {
     if (!this.driverGone || this.hosted.size > 0) return;
     this.stopWatcher?.close();
-    for (const signal of STOP_SIGNALS) process.off(signal, this.onSignal);
     // Every record is written (synchronously); what may still hold the loop (a quota refresh's
-    // timer, a drained pipe) has nothing left to tell anyone.
-    process.exit(0);
+    // timer, a drained pipe) has nothing left to tell anyone: the bin edge (main.ts, kit's runBin
+    // with exitWhenDone) ends the process, the signal handlers in place until it is gone.
+    this.finish();
   }
 }
 
-export function main(): void {
-  closeDebuggerDoor();
+/** The supervisor's whole life, run by main.ts through kit's runBin (its one catch: one line, exit 70). */
+export async function main(): Promise<number> {
   const start = processStartTime(process.pid);
-  if (start === null) {
-    process.stderr.write(`prun supervisor ${process.pid}: cannot read its own start time from /proc\n`);
-    process.exit(70);
-  }
+  if (start === null) throw new CliError('cannot read its own start time from /proc', { exitCode: EXIT_INTERNAL });
   const paths = supervisorPaths(process.cwd(), { pid: process.pid, start });
   const channel = new Socket({ fd: 3, readable: true, writable: true });
-  new Supervisor(process.cwd(), paths, channel).run();
+  await new Supervisor(process.cwd(), paths, channel).run();
+  return EXIT_OK;
 }
+
+/** Run by kit's runBin: end the process once main has settled (see Supervisor.maybeExit). */
+export const exitWhenDone = true;

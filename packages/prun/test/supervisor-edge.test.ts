@@ -1,0 +1,31 @@
+// The supervisor process's edge (supervise/main.ts): kit's runBin is its one catch, so a failure
+// is one line in the supervisors' log and exit 70, with the stack only when PRUN_DEBUG asks; never
+// Node's uncaught-exception trace and exit 1.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, expect, it } from 'vitest';
+
+const main = fileURLToPath(new URL('../dist/supervise/main.js', import.meta.url));
+const scratch = mkdtempSync(join(tmpdir(), 'prun-supervisor-edge-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+// Started without its driver's socket on fd 3, as nothing but `prun batch` should start it.
+function run(env: NodeJS.ProcessEnv) {
+  return spawnSync(process.execPath, [main], { cwd: scratch, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+it('an internal failure is one line and exit 70', () => {
+  const { PRUN_DEBUG: _, ...env } = process.env;
+  const result = run(env);
+  expect(result.status).toBe(70);
+  expect(result.stderr).toMatch(/^prun supervisor \d+: internal error: [^\n]+\n$/);
+});
+
+it('PRUN_DEBUG=1 adds the stack', () => {
+  const result = run({ ...process.env, PRUN_DEBUG: '1' });
+  expect(result.status).toBe(70);
+  expect(result.stderr.split('\n')[1]).toMatch(/Error/);
+});

@@ -75,12 +75,15 @@ describe('panel lines', () => {
 
   it('draws a running unit with elapsed, tail, growth, model and the stall marker', () => {
     const line = unitLine(unit('fix-a', { status: 'running', startedAtMs: NOW - 65_000, tailBytes: 12_595, growthPerS: 2048, model: 'gemini-3.8-flash-high', stalled: true }), NOW, 6);
-    expect(line).toBe('  fix-a   running    1m05s  tail 12.3 KiB +2.0 KiB/s  gemini-3.8-flash-high  STALLED');
+    expect(line).toBe('  fix-a   running     1m05s  tail 12.3 KiB +2.0 KiB/s  gemini-3.8-flash-high  STALLED');
     const quiet = unitLine(unit('b', { status: 'running', startedAtMs: NOW - 1000 }), NOW, 4);
     expect(quiet).not.toContain('STALLED');
     expect(quiet).toContain('no tail');
     const deferred = unitLine(unit('q', { status: 'deferred', retryAtMs: NOW + 30_000, attempt: 2 }), NOW, 4);
-    expect(deferred).toBe('  q     deferred       -  no tail                   retry in 30s  attempt 2');
+    expect(deferred).toBe('  q     deferred        -  no tail                   retry in 30s  attempt 2');
+    // The longest status keeps the elapsed column where every other status has it.
+    const cancelled = unitLine(unit('c', { status: 'cancelled', startedAtMs: NOW - 5000, endedAtMs: NOW - 1000 }), NOW, 4);
+    expect(cancelled.indexOf('4s')).toBe(quiet.indexOf('1s'));
   });
 
   it('fits a 200-unit batch on a 24-row screen: running units first, finished ones collapse', () => {

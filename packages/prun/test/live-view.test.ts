@@ -161,6 +161,27 @@ describe('prun status --watch', () => {
     expect(final, JSON.stringify(final)).toMatch(/^UNIT +STATUS +EXIT +RESULT +DETAIL$/m);
     expect(final).toMatch(/^held +done +0 +present$/m);
   }, 90_000);
+
+  it('gives the cursor back on Ctrl-Z and hides it again on fg', async (ctx) => {
+    if (!haveTmux) ctx.skip('tmux is not installed: no terminal to draw on');
+    box = sandbox();
+    const b = box;
+    const plan = writePlan(b.root, [unit('held', {}, '[[gate hold]]')]);
+    const dir = join(b.root, 'fanout');
+    const batch = prun(['batch', plan, '--dir', dir], { env: b.env, cwd: b.root });
+    await waitFor(() => existsSync(join(dir, 'ledger.jsonl')) && ledger(dir).some((l) => l.id === 'held' && l.status === 'running'), 'held running');
+    terminal = new Terminal(b.root, 'watch');
+    terminal.start([process.execPath, prunBin, 'status', 'fanout', '--watch'], { env: { ...b.env, TERM: 'xterm-256color' }, cwd: b.root });
+    await terminal.waitForScreen((screen) => header(screen) !== null && !terminal!.cursorShown(), 'the panel with the cursor hidden');
+    terminal.keys('C-z');
+    await terminal.waitForScreen((screen) => header(screen) === null && terminal!.cursorShown(), 'the panel erased and the cursor shown on Ctrl-Z');
+    for (const pid of descendants(terminal.panePid())) spawnSync('kill', ['-CONT', String(pid)]);
+    await terminal.waitForScreen((screen) => header(screen) !== null && !terminal!.cursorShown(), 'the panel back with the cursor hidden after SIGCONT');
+    openGate(b, 'hold');
+    expect((await batch).exitCode).toBe(0);
+    await terminal.waitForScreen(() => terminal!.exitCode() !== null, 'the watch to end with the batch');
+    expect(terminal.exitCode()).toBe(0);
+  }, 90_000);
 });
 
 /** A process and every process below it, from /proc. */

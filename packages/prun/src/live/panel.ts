@@ -166,7 +166,8 @@ export function headerLines(state: PanelState, paint: Paint = NO_PAINT, columns 
 
 /** One unit's line: id, status, elapsed, tail and growth, model, and the stall marker. */
 export function unitLine(unit: PanelUnit, nowMs: number, idWidth: number, paint: Paint = NO_PAINT): string {
-  const statusText = unit.status.padEnd(8);
+  // Wide enough for the longest status (`cancelled`, `deferred`) so every column lines up.
+  const statusText = unit.status.padEnd(9);
   const status =
     unit.status === 'done'
       ? paint.green(statusText)

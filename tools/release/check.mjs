@@ -185,6 +185,8 @@ function stageReleaseTree(tree) {
   for (const file of ['package.json', 'pnpm-workspace.yaml', 'pnpm-lock.yaml', 'nx.json', 'README.md']) cpSync(join(root, file), join(tree, file));
   cpSync(join(root, '.changeset'), join(tree, '.changeset'), { recursive: true });
   cpSync(join(root, 'tools', 'release'), join(tree, 'tools', 'release'), { recursive: true });
+  // meta.mjs knows a bundled bin's files by the bundler's own rule (rolldown loads only when it bundles).
+  cpSync(join(root, 'tools', 'bundle-bin.mjs'), join(tree, 'tools', 'bundle-bin.mjs'));
   for (const file of ['package.json', 'package-lock.json']) {
     cpSync(join(root, 'tools', 'registry', 'mirror', file), join(tree, 'tools', 'registry', 'mirror', file));
   }

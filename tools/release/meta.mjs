@@ -23,6 +23,7 @@ import { join, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expectedMetadata, readJson, root, workspacePackages } from './workspace.mjs';
 import { mirroredVersions } from './mirror.mjs';
+import { bundlesBins, isBundleOutput } from '../bundle-bin.mjs';
 
 const DEPENDENCY_FIELDS = ['dependencies', 'peerDependencies', 'optionalDependencies'];
 const NEVER_SHIPPED = /(^|\/)(src|test|tests|coverage)(\/|$)|tsconfig|vitest\.config|\.map$|\.tsbuildinfo$/u;
@@ -67,7 +68,9 @@ function withKeyOrder(manifest) {
 }
 
 /** Files in dist/ that no file in src/ compiles to: a build does not delete them, a publish would ship them. */
-export function staleOutputs(dir) {
+export function staleOutputs(dir, manifest = {}) {
+  // A bundled bin's files (tools/bundle-bin.mjs) have no source of their own, and each build writes them anew.
+  const bundled = bundlesBins(manifest);
   const dist = join(dir, 'dist');
   const src = join(dir, 'src');
   if (!existsSync(dist) || !existsSync(src)) return [];
@@ -79,6 +82,7 @@ export function staleOutputs(dir) {
       else {
         const stem = relative.replace(/(\.d)?\.(m|c)?(js|ts)$/u, '');
         const sources = ['.ts', '.tsx', '.mts', '.cts', '.js', '.mjs'].map((ext) => join(src, `${stem}${ext}`));
+        if (bundled && isBundleOutput(relative)) continue;
         if (!sources.some((source) => existsSync(source))) stale.push(`dist/${relative}`);
       }
     }
@@ -139,7 +143,7 @@ export function checkPackage(pkg, versions, mirror) {
     }
   }
 
-  for (const file of staleOutputs(pkg.dir)) {
+  for (const file of staleOutputs(pkg.dir, pkg.manifest)) {
     say(`${file} is left over from an older build (its source is gone): pnpm build removes it (each package's build clears its dist first)`);
   }
   if (existsSync(join(pkg.dir, 'dist'))) {

@@ -54,6 +54,11 @@ export function selfTest() {
     mkdirSync(join(dir, 'dist', 'commands'));
     for (const file of ['index.d.ts', 'commands/run.js', 'commands.js']) writeFileSync(join(dir, 'dist', file), '');
     assert.deepEqual(staleOutputs(dir), ['dist/commands.js']);
+    // A bundled bin's files are the build's own output only where the build script bundles.
+    writeFileSync(join(dir, 'dist', 'bundle-bin.js'), '');
+    assert.deepEqual(staleOutputs(dir), ['dist/bundle-bin.js', 'dist/commands.js']);
+    writeFileSync(join(dir, 'dist', 'bundle-gather-bin.cjs'), '');
+    assert.deepEqual(staleOutputs(dir, { scripts: { build: 'tsc && node ../../tools/bundle-bin.mjs --entry bin' } }), ['dist/commands.js']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

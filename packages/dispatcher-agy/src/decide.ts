@@ -5,6 +5,7 @@
 import { EXIT_TEMPFAIL } from '@prun/kit/cli';
 import { PY_WHITESPACE_RUN, pyJsonLoads, pyRstrip, pyStrip, splitLines as pySplitlinesKit, splitUniversalLines } from '@prun/kit/py';
 import { resultShapeLines } from '@prun/unit-state';
+import * as z from 'zod/mini';
 import type { Mode } from './args.js';
 
 /** Under this many UTF-8 bytes (stripped) a response is not believed to be a result. */
@@ -87,26 +88,13 @@ export interface StreamReading {
 /** Python's universal-newline line split, as a text-mode read of the capture sees it (kit's). */
 export { splitUniversalLines as splitLines };
 
-/**
- * The two events the stream is read for, checked by shape on the parsed JSON. Plain guards, not
- * zod: every dispatch reads its stream, and loading zod would cost more than the rest of the
- * dispatcher's own work (README, "Start-up and speed").
- */
-function isJsonObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** An init event that names a conversation (a blank id does not count): its id, or null. */
-function initConversationId(event: Record<string, unknown>): string | null {
-  const id = event['conversation_id'];
-  return event['event'] === 'init' && typeof id === 'string' && pyStrip(id) !== '' ? id : null;
-}
-
-/** A result event whose `result` is a JSON object: that object (its members are read by presence), or null. */
-function resultMembers(event: Record<string, unknown>): Record<string, unknown> | null {
-  const result = event['result'];
-  return event['event'] === 'result' && isJsonObject(result) ? result : null;
-}
+// The two events the stream is read for, one zod schema each (zod's light `zod/mini` entry,
+// which the bin's bundle carries; README "Start-up and speed" has its measured cost). Any other
+// event, a `step_update` included, matches neither and is skipped.
+/** An init event with a string conversation id (the reader skips a blank one). */
+export const AgyInitEventSchema = z.object({ event: z.literal('init'), conversation_id: z.string() });
+/** A result event whose `result` is a JSON object (not an array, not null); its members are read by presence. */
+export const AgyResultEventSchema = z.object({ event: z.literal('result'), result: z.record(z.string(), z.unknown()) });
 
 /**
  * Reads the worker's stream-json capture (README, "How it works", step 10): the conversation id of
@@ -123,14 +111,14 @@ export function readEventStream(text: string): StreamReading {
     } catch {
       continue;
     }
-    if (!isJsonObject(event)) continue;
-    const conversationId = initConversationId(event);
-    if (conversationId !== null) {
-      reading.conversationId = conversationId;
+    const init = AgyInitEventSchema.safeParse(event);
+    if (init.success && pyStrip(init.data.conversation_id) !== '') {
+      reading.conversationId = init.data.conversation_id;
       continue;
     }
-    const result = resultMembers(event);
-    if (result === null) continue;
+    const resultEvent = AgyResultEventSchema.safeParse(event);
+    if (!resultEvent.success) continue;
+    const result = resultEvent.data.result;
     // Presence matters, not just the value: `"status": null` reads as UNKNOWN and a later
     // `"error": null` clears an earlier error, while an absent key changes nothing.
     if ('status' in result) reading.status = typeof result.status === 'string' ? result.status : 'UNKNOWN';

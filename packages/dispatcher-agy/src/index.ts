@@ -8,6 +8,8 @@ export {
   type WorkerArgvInput,
   type StreamReading,
   readEventStream,
+  AgyInitEventSchema,
+  AgyResultEventSchema,
   splitLines,
   failureReason,
   type WorkerEnd,

@@ -3,7 +3,7 @@
  * launch, live capture and publication. Everything that decides lives in decide.ts; this file does the I/O.
  */
 import type { ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { CliError, packageVersion, signalExitCode } from '@prun/kit/cli';
 import { readHead, removeStaleTemps } from '@prun/kit/fs';
 import { constants as osConstants } from 'node:os';
@@ -108,6 +108,9 @@ interface Unit {
   nonce: string;
   scratchDir: string;
 }
+
+/** A state directory being filled before it is renamed to its `prun-task-*` name. */
+const BUILDING_PREFIX = '.prun-building-';
 
 /** How much of a capture (`tail`, `tail.stderr-tmp`) is read back for the outcome and the FALLBACK. */
 const MAX_CAPTURE_READ_BYTES = 256 * 1024 * 1024;
@@ -390,25 +393,43 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
 /**
  * README "How it works", step 2, up to the STATE-DIR line (files: docs/state-directory.md); an
  * error text when the directories cannot be made.
+ *
+ * The directory is filled under a hidden temporary name in the same temp directory and renamed
+ * into place, so whoever sees a `prun-task-*` directory (a coordinator, prun-monitor, a
+ * recovering `prun batch`) always finds its `dispatch-pid` and the other creation files: a
+ * dispatcher SIGKILLed mid-creation reads as failed(dispatch-dead), never as a unit that has not
+ * written its pid yet. When the scratch directory cannot be made the state dir still appears
+ * (exit 2, no STATE-DIR line), whole, as before.
  */
 function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv, plan: LaunchPlan): Unit | string {
   const nonce = newNonce();
-  const stateDir = join(systemTempDir(env, config.cwd), stateDirName({ cwd: config.cwd, unitId: config.unitId, pid: process.pid, nonce }));
+  const tmp = systemTempDir(env, config.cwd);
+  const stateDir = join(tmp, stateDirName({ cwd: config.cwd, unitId: config.unitId, pid: process.pid, nonce }));
+  // Not `prun-task-*` (no reader takes it for a unit) and of fixed length (fits NAME_MAX
+  // whatever the unit id).
+  const building = join(tmp, `${BUILDING_PREFIX}${nonce}`);
+  let failure: string | null = null;
   try {
-    mkdirSync(stateDir);
-    const scratchDir = config.scratchDir ?? join(stateDir, STATE_FILES.workDir);
-    mkdirSync(scratchDir, { recursive: true });
-    const write = (name: string, text: string): void => writeFileSync(join(stateDir, name), text);
+    mkdirSync(building);
+    const write = (name: string, text: string): void => writeFileSync(join(building, name), text);
     write(STATE_FILES.preMtime, '0\n');
     write(STATE_FILES.timestamp, `${Math.floor(Date.now() / 1000)}\n`);
     write(STATE_FILES.resultFile, `${config.resultPath}\n`);
     write(STATE_FILES.dispatchPid, `${process.pid}\n`);
     write(STATE_FILES.runtime, `${process.execPath}\n`);
     write(STATE_FILES.isolation, isolationRecord(plan));
-    return { config, stateDir, nonce, scratchDir };
+    try {
+      if (config.scratchDir === null) mkdirSync(join(building, STATE_FILES.workDir));
+      else mkdirSync(config.scratchDir, { recursive: true });
+    } catch (error) {
+      failure = errorText(error);
+    }
+    renameSync(building, stateDir);
   } catch (error) {
     return errorText(error);
   }
+  if (failure !== null) return failure;
+  return { config, stateDir, nonce, scratchDir: config.scratchDir ?? join(stateDir, STATE_FILES.workDir) };
 }
 
 async function loadStatesIfNeeded(model: string, env: NodeJS.ProcessEnv, cwd: string): Promise<PoolStates | null> {

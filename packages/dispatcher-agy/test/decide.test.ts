@@ -10,6 +10,8 @@ import { loadPoolStatesForDispatch, readPoolStates, route } from '@prun/quota';
 import { isValidUnitId } from '@prun/unit-state';
 import { describe, expect, test } from 'vitest';
 import {
+  AgyInitEventSchema,
+  AgyResultEventSchema,
   BUSY_EXIT,
   DEFAULT_EFFORT,
   busyRefusalDir,
@@ -407,6 +409,26 @@ describe('event stream', () => {
       ].join('\n'),
     );
     expect(reading).toEqual({ conversationId: 'c-nan', status: 'UNKNOWN', response: 'a response with NaN in its text', error: null });
+  });
+
+  test('each event the stream is read for has one zod schema; step_update events match neither', () => {
+    expect(AgyInitEventSchema.safeParse({ event: 'init', conversation_id: 'c', model: 'm' }).success).toBe(true);
+    expect(AgyInitEventSchema.safeParse({ event: 'init', conversation_id: 7 }).success).toBe(false);
+    expect(AgyInitEventSchema.safeParse({ event: 'init' }).success).toBe(false);
+    expect(AgyResultEventSchema.safeParse({ event: 'result', result: { response: 'r', cost: NaN } }).success).toBe(true);
+    for (const result of [[], null, 'text', undefined]) expect(AgyResultEventSchema.safeParse({ event: 'result', result }).success).toBe(false);
+    const step = { event: 'step_update', step_update: { step_index: 1, step_type: 'agent_response', state: 'DONE', text_delta: 'x' } };
+    expect(AgyInitEventSchema.safeParse(step).success || AgyResultEventSchema.safeParse(step).success).toBe(false);
+    // A step_update stream with a result event inside it reads only the result.
+    const reading = readEventStream(
+      [
+        '{"event": "init", "conversation_id": "c1"}',
+        '{"event": "step_update", "step_update": {"step_index": 1, "step_type": "tool", "state": "DONE", "tool_info": {"result": {"status": "ERROR"}}}}',
+        '{"event": "step_update", "step_update": {"step_index": 2, "step_type": "agent_response", "state": "DONE", "text_delta": "not the response"}}',
+        '{"event": "result", "result": {"response": "# u result", "__proto__": {"status": "ERROR"}}}',
+      ].join('\n'),
+    );
+    expect(reading).toEqual({ conversationId: 'c1', status: null, response: '# u result', error: null });
   });
 
   test('lastLines keeps the final 80 lines', () => {

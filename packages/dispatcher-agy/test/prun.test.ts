@@ -2,7 +2,7 @@
  * What prun adds beyond the original (README, "Beyond the original") and the validation surface
  * (README, "How it works", step 1), run against the built bin and tools/fake-agy.
  */
-import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, test } from 'vitest';
 import { BIN, DISPATCH_PARALLEL, Root, loopTimeoutMs, mapBounded, processAlive, processRunning, readState, rootPool, runNode, waitFor } from './harness.js';
@@ -212,7 +212,7 @@ describe.concurrent('clean errors', () => {
     expect(res.stderr).not.toMatch(NO_TRACE);
   });
 
-  test('a scratch directory that cannot be made is exit 2 before STATE-DIR; the state dir stays', async ({ expect }) => {
+  test('a scratch directory that cannot be made is exit 2 before STATE-DIR; the state dir stays, whole (dispatch-pid inside)', async ({ expect }) => {
     const r = root();
     const file = join(r.dir, 'not-a-dir');
     writeFileSync(file, 'x\n');
@@ -221,6 +221,10 @@ describe.concurrent('clean errors', () => {
     expect(res.stdout).toBe('');
     expect(res.stderr).toMatch(/^dispatch-task-agy: failed to prepare isolated working directory: .+\n$/);
     expect(r.stateDirs()).toHaveLength(1);
+    // Whole, as every state dir is when it becomes visible: a monitor finds the dead dispatcher.
+    expect(readState(join(r.dir, r.stateDirs()[0]!), 'dispatch-pid')).toMatch(/^[1-9][0-9]*\n$/);
+    expect(readState(join(r.dir, r.stateDirs()[0]!), 'result-file')).toBe(`${r.result}\n`);
+    expect(readdirSync(r.dir).filter((name) => name.startsWith('.prun-building-'))).toEqual([]);
     expect(existsSync(r.result)).toBe(false);
   });
 

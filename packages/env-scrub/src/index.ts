@@ -4,7 +4,10 @@
  * Names are matched with plain substring checks on the upper-cased name: no regular
  * expression ever runs over the (untrusted) environment, so no input can make it slow.
  */
-import { pyStrip } from '@prun/kit/py';
+import { compareCodePoints, pyStrip } from '@prun/kit/py';
+
+// Python's sorted() order of str; its home is @prun/kit/py, re-exported for this library's users.
+export { compareCodePoints };
 
 /** Name fragments that mark a variable as secret-shaped, anywhere in the upper-cased name. */
 export const SECRET_NAME_PARTS: readonly string[] = Object.freeze([
@@ -64,18 +67,6 @@ function keptByRules(name: string, upperKeep: ReadonlySet<string>): boolean {
   if (upperKeep.has(upper)) return true;
   if (ALWAYS_KEPT_PREFIXES.some((prefix) => upper.startsWith(prefix))) return true;
   return !isSecretName(name);
-}
-
-/** Orders by code point, as Python's sorted() does on str (JS sort compares UTF-16 units). */
-export function compareCodePoints(a: string, b: string): number {
-  const left = Array.from(a);
-  const right = Array.from(b);
-  const length = Math.min(left.length, right.length);
-  for (let i = 0; i < length; i += 1) {
-    const diff = (left[i] as string).codePointAt(0)! - (right[i] as string).codePointAt(0)!;
-    if (diff !== 0) return diff;
-  }
-  return left.length - right.length;
 }
 
 export interface ScrubOptions {

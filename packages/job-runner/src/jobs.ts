@@ -7,7 +7,7 @@ import { NAME_RE } from './args.js';
 import { CommandError, usageError } from './errors.js';
 import { jobFile, jobsDir, logicalCwd, stateRoot } from './paths.js';
 import { jobStates, readJobRecord, type JobStatus } from './state.js';
-import { pyRepr } from '@prun/kit/py';
+import { pyInt, pyRepr } from '@prun/kit/py';
 import { formatAge, parseUtc, readText } from './text.js';
 import { DEFAULT_MAX_DEPTH, RECENT_S } from './timing.js';
 
@@ -65,19 +65,23 @@ export function projectJobs(project: string, env: NodeJS.ProcessEnv): string[] {
   return names.map((n) => join(root, n)).filter(isDir);
 }
 
-function parseDepth(text: string | undefined): number | undefined {
-  const trimmed = (text ?? '').trim();
-  return /^[+-]?\d+$/.test(trimmed) ? Number.parseInt(trimmed, 10) : undefined;
+/**
+ * multi_agent.py's `int(os.environ.get(name) or default)`, with `fallback` where int() raises:
+ * Python's int() takes `1_0`, any Unicode decimal digit and its own whitespace set, so a hand
+ * regex here would read as unset a depth the original refuses.
+ */
+function envInt(text: string | undefined, fallback: bigint): bigint {
+  return text ? (pyInt(text) ?? fallback) : fallback;
 }
 
 /** The depth a new agent gets; refuses past MULTI_AGENT_MAX_DEPTH. */
 export function checkDepth(env: NodeJS.ProcessEnv): number {
-  const depth = env['MULTI_AGENT_DEPTH'] ? (parseDepth(env['MULTI_AGENT_DEPTH']) ?? 0) : 0;
-  const limit = env['MULTI_AGENT_MAX_DEPTH'] ? (parseDepth(env['MULTI_AGENT_MAX_DEPTH']) ?? DEFAULT_MAX_DEPTH) : DEFAULT_MAX_DEPTH;
+  const depth = envInt(env['MULTI_AGENT_DEPTH'], 0n);
+  const limit = envInt(env['MULTI_AGENT_MAX_DEPTH'], BigInt(DEFAULT_MAX_DEPTH));
   if (depth >= limit) {
     throw new CommandError(`cannot start an agent: this caller is at depth ${depth} and MULTI_AGENT_MAX_DEPTH is ${limit}`);
   }
-  return depth + 1;
+  return Number(depth + 1n);
 }
 
 /** One job as `list` shows it (and `list --json` prints it). */

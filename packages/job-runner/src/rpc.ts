@@ -2,6 +2,8 @@
 // to send, and the runner does the I/O.
 import type { SkippedLine } from './lines.js';
 import { excerpt } from './text.js';
+// Python's str() of a JSON value, so progress lines read the same from both programs.
+import { pyJsonDumps, pyStr } from '@prun/kit/py';
 
 export const DIALOG_METHODS = ['select', 'confirm', 'input', 'editor'];
 
@@ -28,7 +30,7 @@ export function shortArgs(args: unknown): string {
       if (typeof value === 'string' && value) return excerpt(value);
     }
   }
-  return excerpt(JSON.stringify(args) ?? 'null');
+  return excerpt(pyJsonDumps(args, { ensureAscii: false, separators: [',', ':'] }));
 }
 
 const USAGE_KEYS = ['input', 'output', 'cacheRead', 'cacheWrite', 'totalTokens'];
@@ -148,12 +150,4 @@ export function settledStatus(s: { timingOut: boolean; abortRequested: boolean; 
 
 function mib(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1).replace(/\.0$/, '')} MiB`;
-}
-
-/** Python's str() of a JSON value, so progress lines read the same from both programs. */
-function pyStr(value: unknown): string {
-  if (value === undefined || value === null) return 'None';
-  if (value === true) return 'True';
-  if (value === false) return 'False';
-  return typeof value === 'string' ? value : JSON.stringify(value);
 }

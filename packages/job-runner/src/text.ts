@@ -1,7 +1,7 @@
 // Small text and file helpers shared by the commands and the runner.
 import { closeSync, openSync, readFileSync, rmSync, appendFileSync } from 'node:fs';
 import { removeStaleTemps, writeFileAtomic } from '@prun/kit/fs';
-import { pyJsonLoads } from '@prun/kit/py';
+import { pyFormatG, pyInt, pyJsonLoads, pySplit, pyStr, pyStrip } from '@prun/kit/py';
 
 export function readText(path: string): string | undefined {
   try {
@@ -28,9 +28,12 @@ export function parsePythonJson(text: string): unknown {
   }
 }
 
-export function readInt(path: string): number | undefined {
-  const text = (readText(path) ?? '').trim();
-  return /^[+-]?\d+$/.test(text) ? Number.parseInt(text, 10) : undefined;
+/**
+ * multi_agent.py's read_int: `int((read_text(path) or "").strip())`, None on ValueError. A
+ * bigint, as Python's int has no size limit and the value is printed back in progress lines.
+ */
+export function readInt(path: string): bigint | undefined {
+  return pyInt(pyStrip(readText(path) ?? '')) ?? undefined;
 }
 
 /**
@@ -108,34 +111,17 @@ export function formatAge(seconds: number): string {
   return `${Math.floor(s / 86400)}d`;
 }
 
-/** Collapse whitespace and cut to `limit` characters with an ellipsis. */
+/** multi_agent.py's excerpt: `" ".join(str(text).split())`, cut to `limit` characters with an ellipsis. */
 export function excerpt(text: unknown, limit = 120): string {
-  const flat = String(text).split(/\s+/u).filter(Boolean).join(' ');
+  const flat = pySplit(pyStr(text)).join(' ');
   const chars = [...flat];
   return chars.length <= limit ? flat : chars.slice(0, limit - 3).join('') + '...';
 }
 
-/** Python's `format(value, "g")`, used for seconds in messages, so both programs print the same. */
-export function formatG(value: number): string {
-  if (Number.isNaN(value)) return 'nan';
-  if (!Number.isFinite(value)) return value > 0 ? 'inf' : '-inf';
-  if (value === 0) return '0';
-  const [mantissa = '0', exponentText = '0'] = value.toExponential(5).split('e');
-  const exponent = Number(exponentText);
-  const strip = (s: string): string => (s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s);
-  if (exponent < -4 || exponent >= 6) {
-    return `${strip(mantissa)}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
-  }
-  return strip(value.toFixed(Math.max(0, 5 - exponent)));
-}
+// Python's format(value, "g") and shlex.quote, so seconds in messages and the printed session
+// command are the same in both programs; their home is @prun/kit/py.
+export { pyFormatG as formatG, shlexQuote as shellQuote } from '@prun/kit/py';
 
 export function formatSeconds(value: number | null | undefined): string {
-  return value === null || value === undefined ? 'none' : formatG(value);
-}
-
-/** Python's shlex.quote, so the printed session command is the same in both programs. */
-export function shellQuote(text: string): string {
-  if (text === '') return "''";
-  if (!/[^\w@%+=:,./-]/.test(text)) return text;
-  return `'${text.replace(/'/g, `'"'"'`)}'`;
+  return value === null || value === undefined ? 'none' : pyFormatG(value);
 }

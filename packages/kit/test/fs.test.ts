@@ -12,7 +12,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import {
@@ -261,5 +261,42 @@ describe('isDirectory and isRegularFile (os.path.isdir, os.path.isfile)', () => 
       ['missing', false, false],
       ['f/under-a-file', false, false],
     ]);
+  });
+});
+
+// The system calls of a publish, seen by strace: the file's fsync before the rename and, for a
+// durable publish, the directory's fsync after it (what makes the new name survive a power cut).
+const strace = which('strace');
+const straceWorks = strace !== null && spawnSync(strace, ['-qq', '-e', 'trace=none', 'true']).status === 0;
+const straceNote = straceWorks ? '' : ` (skipped: ${strace === null ? 'strace not on PATH' : 'strace cannot trace here'})`;
+const kitFs = fileURLToPath(new URL('../dist/fs/index.js', import.meta.url));
+
+/** The traced openat/fsync/rename lines of one writeFileAtomic call, from the rename on. */
+function publishCalls(path: string, durable: boolean): { fileFsync: boolean; dirFsync: boolean } {
+  const trace = join(dir, 'trace');
+  const script = `import { writeFileAtomic } from ${JSON.stringify(kitFs)}; writeFileAtomic(${JSON.stringify(path)}, 'x', { durable: ${durable} });`;
+  const run = spawnSync(strace as string, ['-f', '-qq', '-e', 'trace=openat,fsync,rename', '-o', trace, process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`traced publish failed: ${run.stderr}`);
+  const lines = readFileSync(trace, 'utf8').split('\n').map((line) => line.replace(/^\d+ +/, ''));
+  const renameAt = lines.findIndex((line) => line.startsWith('rename(') && line.includes(JSON.stringify(path)));
+  expect(renameAt, 'the publish renames its temp file onto the path').toBeGreaterThan(0);
+  const fdOf = (line: string | undefined): string | undefined => /= (\d+)$/.exec(line ?? '')?.[1];
+  const tempOpen = lines.slice(0, renameAt).findLast((line) => line.startsWith('openat(') && line.includes('O_CREAT|O_EXCL'));
+  const tempFd = fdOf(tempOpen);
+  const synced = (fd: string | undefined, span: string[]): boolean => fd !== undefined && span.some((line) => new RegExp(`^fsync\\(${fd}\\) += 0$`).test(line));
+  const fileFsync = synced(tempFd, lines.slice(lines.indexOf(tempOpen as string), renameAt));
+  const after = lines.slice(renameAt + 1);
+  const dirOpenAt = after.findIndex((line) => line.startsWith(`openat(AT_FDCWD, ${JSON.stringify(dirname(path))}, O_RDONLY`));
+  const dirFd = fdOf(after[dirOpenAt]);
+  const dirFsync = dirOpenAt >= 0 && synced(dirFd, after.slice(dirOpenAt));
+  return { fileFsync, dirFsync };
+}
+
+describe.skipIf(!straceWorks)(`writeFileAtomic's fsyncs, traced${straceNote}`, () => {
+  test('a durable publish fsyncs the file before the rename and the directory after it', () => {
+    expect(publishCalls(join(dir, 'sub', 'result.md'), true)).toEqual({ fileFsync: true, dirFsync: true });
+  });
+  test('a publish with durable: false fsyncs neither', () => {
+    expect(publishCalls(join(dir, 'sub', 'state'), false)).toEqual({ fileFsync: false, dirFsync: false });
   });
 });

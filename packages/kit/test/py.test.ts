@@ -1,28 +1,37 @@
 // Each Python-compatibility helper against python3 itself, over generated inputs. All cases go
 // to one python3 process, so the whole file costs one start-up.
 import { spawnSync } from 'node:child_process';
-import { constants as osConstants } from 'node:os';
+import { closeSync, linkSync, mkdirSync, mkdtempSync, openSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { constants as osConstants, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { which } from '@prun/kit/fs';
 import {
+  compareCodePoints,
   expandUser,
+  expandVars,
   isPyPrintable,
   pyErrorName,
   pyExceptionName,
   pyFloat,
   pyFloatRepr,
+  pyFormatG,
   pyInt,
   pyJsonDumps,
   pyJsonLoads,
   pyListRepr,
+  pyOsErrorText,
   pyRepr,
   pySplit,
+  pyStr,
   pyRstrip,
   pyStrip,
   splitLines,
+  shlexQuote,
   splitUniversalLines,
+  toAsciiJson,
 } from '@prun/kit/py';
 
 const python = which('python3');
@@ -107,16 +116,68 @@ interface Answers {
   float: Array<string | null>;
   numberunassigned: string[][];
   unassigned: string[][];
+  sorted: string[][];
+  dumpsstr: string[];
+  formatg: string[];
+  shlex: string[];
   dumps: string[][];
+  str: Array<[string, string[]]>;
   expanduser: string[];
+  expandvars: string[];
+  oserror: Array<string | null>;
   errno: Array<string | null>;
 }
 
 const strings = fc.sample(text, { numRuns: RUNS, seed });
 const values = fc.sample(value, { numRuns: RUNS, seed });
+// Floats for format(g): any double, and ties at the sixth digit, where rounding half to even and
+// JavaScript's half away from zero part (123456.5, 1234565, 0.125 at fewer digits).
+const floats = [
+  // JSON has no -0 to carry to Python.
+  ...fc.sample(fc.double({ noNaN: true, noDefaultInfinity: true }).map((n) => (Object.is(n, -0) ? 0 : n)), { numRuns: RUNS, seed }),
+  ...fc.sample(fc.integer({ min: 1, max: 9_999_999 }).map((n) => n + 0.5), { numRuns: RUNS / 4, seed }),
+  ...fc.sample(fc.integer({ min: 1_000_000, max: 99_999_999 }).map((n) => n * 10 + 5), { numRuns: RUNS / 4, seed }),
+  123456.5, 1234565, 2.5e-5, 0.00001, 1e-5, 999999.5, 9999995, 1e16, 5e-324, 1.7976931348623157e308, 100000, 1e6, 0,
+];
 const numbers = fc.sample(numberText, { numRuns: RUNS * 2, seed });
 const lists = fc.sample(fc.array(text, { maxLength: 4 }), { numRuns: RUNS, seed });
+// Lists to sort: shared prefixes, so that the first difference falls after equal surrogates too.
+const sortLists = fc.sample(
+  fc.array(fc.tuple(fc.constantFrom('', 'a', '\ud83d', 'prun-'), text).map(([prefix, rest]) => prefix + rest), { maxLength: 8 }),
+  { numRuns: RUNS, seed },
+);
 const errnos = Object.keys(osConstants.errno);
+// $name, ${name}, $ alone, unclosed braces, non-ASCII word characters, and values holding $.
+const VAR_PIECES = ['$', '$A', '${A}', '$B_1', '${B_1}', '${', '}', '$$', '${}', '$é', 'x', '/', '$A_', '${A', '$Ω', '${no such}', '$_'];
+const varCases = fc.sample(
+  fc.record({
+    path: fc.array(fc.constantFrom(...VAR_PIECES), { maxLength: 6 }).map((pieces) => pieces.join('')),
+    env: fc.dictionary(fc.constantFrom('A', 'B_1', 'A_', '_', 'é', 'no such'), fc.constantFrom('', 'v', '$A', '${B_1}', 'é/')),
+  }),
+  { numRuns: RUNS, seed },
+);
+// Failing calls, the same in Node and Python: each OSError's text, paths quoted as repr() does.
+const scratch = mkdtempSync(join(tmpdir(), 'kit-py-oserror-'));
+mkdirSync(join(scratch, 'full'));
+writeFileSync(join(scratch, 'full', 'file'), '');
+const OS_ERRORS: ReadonlyArray<readonly [string, string[]]> = [
+  ['open', [join(scratch, 'missing')]],
+  ['open', [join(scratch, "it's missing")]],
+  ['open', [join(scratch, 'tab\there\x85')]],
+  ['open', [join(scratch, 'full', 'file', 'under')]],
+  ['openw', [join(scratch, 'full')]],
+  ['mkdir', [join(scratch, 'full')]],
+  ['link', [join(scratch, 'full', 'file'), join(scratch, 'full')]],
+  ['rmdir', [join(scratch, 'full')]],
+];
+const NODE_CALLS: Record<string, (args: string[]) => void> = {
+  open: ([path]) => closeSync(openSync(path as string, 'r')),
+  openw: ([path]) => closeSync(openSync(path as string, 'w')),
+  mkdir: ([path]) => mkdirSync(path as string),
+  link: ([from, to]) => linkSync(from as string, to as string),
+  rmdir: ([path]) => rmdirSync(path as string),
+};
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const homeCases = HOMES.flatMap((home) => PATHS.map((path) => ({ home, path })));
 let answers: Answers;
 
@@ -129,7 +190,7 @@ function transport(item: unknown): string {
 beforeAll(() => {
   if (python === null) return;
   const result = spawnSync(python, [oracle], {
-    input: transport({ strings, lists, numbers, values, expanduser: homeCases, errnos }),
+    input: transport({ strings, lists, sortlists: sortLists, floats, numbers, values, expanduser: homeCases, expandvars: varCases, oserrors: OS_ERRORS, errnos }),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
   });
@@ -200,6 +261,45 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
     ]);
   });
 
+  test('compareCodePoints orders str as sorted() does (code points, lone surrogates by value)', () => {
+    each(sortLists, answers.sorted, (list) => [...list].sort(compareCodePoints));
+    // JavaScript's own sort puts U+FFFF after an astral character; Python puts it before.
+    expect(['\u{1f600}', '\uffff'].sort()).toEqual(['\u{1f600}', '\uffff']);
+    expect(['\u{1f600}', '\uffff', '\ud800', 'B', 'a'].sort(compareCodePoints)).toEqual(['B', 'a', '\ud800', '\uffff', '\u{1f600}']);
+  });
+
+  test('pyStr is str() of what json.loads gives', () => {
+    let compared = 0;
+    values.forEach((input, index) => {
+      const [expected, unassigned] = answers.str[index] as [string, string[]];
+      if (unassigned.some((c) => isPyPrintable(c))) return;
+      compared += 1;
+      expect(pyStr(input), `seed ${seed}, input ${transport(input)}`).toBe(expected);
+    });
+    expect(compared).toBeGreaterThan(RUNS / 2);
+    expect([null, true, 3, 0.5, 1e-7, 1e21, NaN, -Infinity, 'it\'s', ['a', null], { k: [false] }].map(pyStr)).toEqual([
+      'None', 'True', '3', '0.5', '1e-07', '1e+21', 'nan', '-inf', "it's", "['a', None]", "{'k': [False]}",
+    ]);
+  });
+
+  test("toAsciiJson over JSON.stringify's text is json.dumps with ensure_ascii", () => {
+    each(strings, answers.dumpsstr, (input) => toAsciiJson(JSON.stringify(input)));
+    expect(toAsciiJson('"\x7f\u00e9\ud83d\ude00"')).toBe('"\\u007f\\u00e9\\ud83d\\ude00"');
+    expect(toAsciiJson('"plain"')).toBe('"plain"');
+  });
+
+  test('pyFormatG is format(float, "g"), ties rounded half to even', () => {
+    each(floats, answers.formatg, pyFormatG);
+    expect([123456.5, 1234565, 5, 0.5, 3600, 1234567, 0.00001, -0].map(pyFormatG)).toEqual([
+      '123456', '1.23456e+06', '5', '0.5', '3600', '1.23457e+06', '1e-05', '-0',
+    ]);
+  });
+
+  test('shlexQuote is shlex.quote', () => {
+    each(strings, answers.shlex, shlexQuote);
+    expect(['', 'a/b-c_d.e', "it's", 'é'].map(shlexQuote)).toEqual(["''", 'a/b-c_d.e', `'it'"'"'s'`, "'é'"]);
+  });
+
   test('pyJsonDumps is json.dumps with its defaults, ensure_ascii=False, compact separators and indent=2', () => {
     values.forEach((input, index) => {
       const [plain, unicode, compact, indented] = answers.dumps[index] as string[];
@@ -225,6 +325,23 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
       const expected = answers.errno[index];
       if (expected !== null) expect(pyErrorName(name), name).toBe(expected);
     });
+  });
+
+  test('expandVars is os.path.expandvars', () => {
+    each(varCases, answers.expandvars, (input) => expandVars(input.path, input.env));
+    expect(expandVars('$A/${A}/$B/${', { A: '$B', B: 'b' })).toBe('$B/$B/b/${');
+  });
+
+  test("pyOsErrorText is str() of the OSError Python raises for the same call", () => {
+    each(OS_ERRORS, answers.oserror, ([op, args]) => {
+      try {
+        (NODE_CALLS[op] as (a: string[]) => void)(args);
+        return null;
+      } catch (error) {
+        return pyOsErrorText(error);
+      }
+    });
+    expect(answers.oserror.every((text) => text !== null)).toBe(true);
   });
 
   test('expandUser is os.path.expanduser', () => {

@@ -8,7 +8,7 @@
 import { realpathSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { isRegularFile, which } from '@prun/kit/fs';
-import { expandUser, pyRepr, pySplit, pyStrip, splitLines } from '@prun/kit/py';
+import { expandUser, expandVars, pyRepr, pySplit, pyStrip, splitLines } from '@prun/kit/py';
 
 export const DEFAULT_MODEL = 'gemini-3.8-flash-high';
 export const SECOND_MODEL = 'claude-sonnet-5-5-high';
@@ -273,50 +273,8 @@ export { pyRepr };
 
 export { expandUser };
 
-function isWordChar(char: string | undefined): boolean {
-  return char !== undefined && /^[A-Za-z0-9_]$/.test(char);
-}
-
-/**
- * Python `os.path.expandvars` (POSIX): `$name` (ASCII word characters) and `${name}` are
- * replaced when the variable exists and left as written otherwise; inserted values are not
- * expanded again.
- */
-export function expandVars(path: string, env: Readonly<Record<string, string | undefined>>): string {
-  if (!path.includes('$')) return path;
-  let out = '';
-  let i = 0;
-  while (i < path.length) {
-    const char = path[i] as string;
-    if (char !== '$') {
-      out += char;
-      i += 1;
-      continue;
-    }
-    let name: string | null = null;
-    let end = i + 1;
-    if (path[end] === '{') {
-      const close = path.indexOf('}', end + 1);
-      if (close !== -1) {
-        name = path.slice(end + 1, close);
-        end = close + 1;
-      }
-    } else {
-      while (isWordChar(path[end])) end += 1;
-      if (end > i + 1) name = path.slice(i + 1, end);
-    }
-    if (name === null) {
-      out += char;
-      i += 1;
-      continue;
-    }
-    // An unknown variable stays as written, and Python resumes after the whole reference.
-    out += env[name] ?? path.slice(i, end);
-    i = end;
-  }
-  return out;
-}
-
+// Python's os.path.expandvars; its home is @prun/kit/py, re-exported for this library's users.
+export { expandVars };
 
 function realpathOrNull(path: string): string | null {
   try {

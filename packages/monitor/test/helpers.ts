@@ -7,8 +7,8 @@ import { STATE_FILES } from '@prun/unit-state';
 
 export const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 export const repoRoot = join(packageRoot, '..', '..');
-export const monitorBin = join(packageRoot, 'bin', 'prun-monitor.js');
-export const gatherBin = join(packageRoot, 'bin', 'prun-gather.js');
+export const monitorBin = join(packageRoot, 'bin', 'prun-monitor.cjs');
+export const gatherBin = join(packageRoot, 'bin', 'prun-gather.cjs');
 
 /**
  * Temp dirs for one test file, all removed after the file (tests in a file run concurrently,

@@ -303,6 +303,8 @@ describe.concurrent('prun-monitor: without the original quirks', () => {
     ['PRUN_MONITOR_POLL', '1.5'],
     ['PRUN_MONITOR_TIMEOUT', '-1'],
     ['PRUN_MONITOR_STABLE_WINDOW', ' 3'],
+    ['PRUN_MONITOR_STABLE_WINDOW', '3\n'],
+    ['PRUN_MONITOR_TIMEOUT', '99999999999999999999'],
   ])('a setting that is not a non-negative integer is a usage error: %s=%j', async (name, value) => {
     const b = base();
     const u1 = makeStateDir(b, 'u1', { result: '# u1 result\n' });

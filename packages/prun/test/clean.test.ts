@@ -291,7 +291,7 @@ describe('prun-report-state --batch', () => {
     mkdirSync(join(box.env.TMPDIR!, 'prun-task-00000000-a-1-0123456789abcdef'));
     const fan = join(work, 'fan');
     const mine = [...stateDirsOf(fan, 'a'), ...stateDirsOf(fan, 'b')].sort();
-    const bin = join(repoRoot, 'packages', 'report-state', 'bin', 'prun-report-state.js');
+    const bin = join(repoRoot, 'packages', 'report-state', 'bin', 'prun-report-state.cjs');
     for (const argv of [
       [join(repoRoot, 'packages', 'prun', 'bin', 'prun.js'), 'report-state', '--batch', 'fan', '--json'],
       [bin, '--batch', 'fan', '--json'],

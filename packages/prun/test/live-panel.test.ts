@@ -150,6 +150,13 @@ describe('worker output for a person', () => {
     expect(renderEventLine('{"event": "tool_result", "tool_name": "read_file", "status": "success", "output": "42 lines"}')).toEqual(['< read_file ok: 42 lines']);
     expect(renderEventLine('{"event": "tool_result", "tool_id": "t1", "status": "error", "output": "ENOENT"}')).toEqual(['< t1 error: ENOENT']);
     expect(renderEventLine('{"event": "step_update", "step_type": "TOOL_CALL", "tool_info": {"name": "run_command", "arguments": {"cmd": "ls"}}}')).toEqual(['> tool run_command {"cmd":"ls"}']);
+    // agy 1.1.8's step_update (tools/fake-agy/README.md "Protocol"): the step nested under `step_update`.
+    const step = (fields: string): string => `{"event": "step_update", "step_update": {"step_index": 1, ${fields}}}`;
+    expect(renderEventLine(step('"step_type": "agent_response", "state": "DONE", "text_delta": "progress 1 of 2"'))).toEqual(['progress 1 of 2']);
+    const tool = '"step_type": "tool", "tool_name": "view_file", "tool_info": {"name": "view_file", "parameters": {"AbsolutePath": "/w/a.md"}}';
+    expect(renderEventLine(step(`${tool}, "state": "ACTIVE"`))).toEqual(['> tool view_file {"AbsolutePath":"/w/a.md"}']);
+    expect(renderEventLine(step(`${tool}, "state": "DONE"`))).toEqual(['< view_file ok']);
+    expect(renderEventLine(step(`${tool}, "state": "ERROR"`))).toEqual(['< view_file error']);
     expect(renderEventLine('{"event": "result", "result": {"response": "# u result\\nConclusion: done", "status": "SUCCESS"}}')).toEqual(['-- result SUCCESS', '   # u result', '   Conclusion: done']);
     expect(renderEventLine('{"event": "result", "result": {"response": "I will", "status": "ERROR", "error": "quota reached"}}')).toEqual(['-- result ERROR: quota reached', '   I will']);
     expect(renderEventLine('{"event": "error", "message": "retrying"}')).toEqual(['! retrying']);

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+// Python's str(x) of the snapshot values read as text (name, id, window, reset_time), as the original does.
+import { pyStr } from '@prun/kit/py';
 import { toEpochMs } from './clock.js';
 import { parseIsoInstant } from './iso-time.js';
 import { pyStrip, type Pool } from './models.js';
@@ -61,21 +63,13 @@ export interface BucketReading {
   readonly window: QuotaWindow | null;
 }
 
-/** Python's `str(x)` for the scalar values a snapshot may hold where a string is expected. */
-function scalarText(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number') return String(value);
-  if (typeof value === 'boolean') return value ? 'True' : 'False';
-  return '';
-}
-
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Substring match on the lower-cased group name: "Gemini Models" → gemini, "Claude and GPT models" → second. */
 export function groupPool(name: unknown): Pool | null {
-  const lowered = scalarText(name).toLowerCase();
+  const lowered = pyStr(name).toLowerCase();
   if (lowered.includes('gemini')) return 'gemini';
   if (lowered.includes('claude') || lowered.includes('gpt')) return 'second';
   return null;
@@ -83,10 +77,10 @@ export function groupPool(name: unknown): Pool | null {
 
 /** The bucket's `window` field, else the last `-` segment of its `id` (`gemini-5h` → `5h`). */
 export function bucketWindow(bucket: Record<string, unknown>): QuotaWindow | null {
-  const idText = scalarText(bucket['id'] ?? '');
+  const idText = pyStr(bucket['id'] ?? '');
   const idSuffix = idText.slice(idText.lastIndexOf('-') + 1);
   for (const candidate of [bucket['window'], idSuffix]) {
-    const text = pyStrip(candidate ? scalarText(candidate) : '').toLowerCase();
+    const text = pyStrip(candidate ? pyStr(candidate) : '').toLowerCase();
     if ((REQUIRED_WINDOWS as readonly string[]).includes(text)) return text as QuotaWindow;
   }
   return null;
@@ -107,7 +101,7 @@ function bucketRemaining(bucket: Record<string, unknown>): number | null {
 
 function bucketReset(bucket: Record<string, unknown>): string {
   const value = bucket['reset_time'];
-  return pyStrip(value ? scalarText(value) : '');
+  return pyStrip(value ? pyStr(value) : '');
 }
 
 /**

@@ -209,3 +209,16 @@ describe('Python JSON', () => {
     expect(parseJsonLenient('{"NaN": "Infinity", "x": -Infinity, "y": [NaN]}')).toEqual({ NaN: 'Infinity', x: null, y: [null] });
   });
 });
+
+describe("snapshot values read as text with Python's str()", () => {
+  it('a non-string name, id or window is read as str() writes it, not as empty', async () => {
+    const { groupPool, bucketWindow } = await import('../src/index.js');
+    // str(['Gemini']) is "['Gemini']", which contains "gemini"; str(True) is "True".
+    expect(groupPool(['Gemini'])).toBe('gemini');
+    expect(groupPool({ 'Claude models': 1 })).toBe('second');
+    expect(groupPool(true)).toBeNull();
+    expect(bucketWindow({ id: ['x', 'weekly'] })).toBeNull();
+    expect(bucketWindow({ window: 5, id: 'gemini-5h' })).toBe('5h');
+    expect(bucketWindow({ id: 'gemini-5H' })).toBe('5h');
+  });
+});

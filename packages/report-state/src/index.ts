@@ -20,8 +20,10 @@ export {
   decodeSurrogateEscape,
   isUtf8,
   childPath,
-  compareCodePoints,
 } from './names.js';
+// Python's sorted() order of str and ensure_ascii: their home is @prun/kit/py, re-exported for
+// this library's users.
+export { compareCodePoints, toAsciiJson } from '@prun/kit/py';
 export {
   type FileFacts,
   type ObservationFs,
@@ -54,7 +56,6 @@ export {
   type OutputChunk,
   renderJson,
   renderText,
-  toAsciiJson,
   groupThousands,
   formatMiB,
   formatCounts,

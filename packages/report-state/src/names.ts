@@ -92,38 +92,6 @@ export function childPath(dir: ObservedPath, name: Buffer | string): ObservedPat
   return { display, fs: Buffer.concat([base, slash, nameBytes]) };
 }
 
-function isSurrogate(unit: number): boolean {
-  return unit >= 0xd800 && unit <= 0xdfff;
-}
-
-/** Compare by Unicode code point, as Python orders `str` (JS `<` compares UTF-16 units). */
-export function compareCodePoints(a: string, b: string): number {
-  // UTF-16 order is code point order up to the first difference, unless a surrogate is
-  // involved there: only then is the difference looked at code point by code point.
-  const common = Math.min(a.length, b.length);
-  let k = 0;
-  while (k < common && a.charCodeAt(k) === b.charCodeAt(k)) k += 1;
-  if (k === common) return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
-  const ua = a.charCodeAt(k);
-  const ub = b.charCodeAt(k);
-  if (!isSurrogate(ua) && !isSurrogate(ub)) return ua < ub ? -1 : 1;
-  return compareCodePointsFrom(a, b, k > 0 && isSurrogate(a.charCodeAt(k - 1)) ? k - 1 : k);
-}
-
-/** The slow comparison, from a position where both strings are in step. */
-function compareCodePointsFrom(a: string, b: string, from: number): number {
-  let i = from;
-  let j = from;
-  while (i < a.length && j < b.length) {
-    const ca = a.codePointAt(i)!;
-    const cb = b.codePointAt(j)!;
-    if (ca !== cb) return ca < cb ? -1 : 1;
-    i += ca > 0xffff ? 2 : 1;
-    j += cb > 0xffff ? 2 : 1;
-  }
-  return a.length - i === b.length - j ? 0 : a.length - i < b.length - j ? -1 : 1;
-}
-
 /** Python's `str[:n]` and `len(str)`: code points, not UTF-16 units. */
 export function codePointLength(text: string): number {
   let n = 0;

@@ -1,5 +1,5 @@
 import { accessSync, constants, readdirSync, statSync, type Dirent } from 'node:fs';
-import { pyExceptionName } from '@prun/kit/py';
+import { compareCodePoints, pyExceptionName } from '@prun/kit/py';
 import { resolve } from 'node:path';
 import { STATE_FILES, isStateDirName, readSmallFile, readStateEntry, type EntryRead } from '@prun/unit-state';
 import {
@@ -11,7 +11,7 @@ import {
   type ResultOutcome,
   type StatFact,
 } from './classify.js';
-import { childPath, compareCodePoints, decodeSurrogateEscape, entryPath, hasSurrogate, type FsPath, type ObservedPath } from './names.js';
+import { childPath, decodeSurrogateEscape, entryPath, hasSurrogate, type FsPath, type ObservedPath } from './names.js';
 import { buildRecord, type DiscoveryError, type UnitObservation, type UnitRecord } from './report.js';
 
 export interface FileFacts {

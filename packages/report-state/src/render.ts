@@ -1,4 +1,5 @@
 import { printable } from '@prun/kit/cli';
+import { toAsciiJson } from '@prun/kit/py';
 import { basename } from 'node:path';
 import { codePointLength, codePointSlice } from './names.js';
 import { SAFETY_LINES, SAFETY_SENTENCE, SCHEMA_VERSION, isPartial, type Report, type Summary, type UnitRecord } from './report.js';
@@ -17,20 +18,9 @@ export function renderJson(report: Report): string {
   // The document holds only strings, safe integers, null and plain arrays and objects (built by
   // buildRecord and buildSummary), for which JSON.stringify lays out and escapes exactly as
   // Python's json.dumps(indent=2) does; what is left is ensure_ascii. This skips the per-value
-  // check pyJsonDumps makes for arbitrary data (a replacer call per value, 10,000 units' worth).
+  // check pyJsonDumps makes for arbitrary data (a replacer call per value, 10,000 units' worth),
+  // and kit's toAsciiJson is the ensure_ascii step pyJsonDumps applies itself.
   return `${toAsciiJson(JSON.stringify(document, null, 2))}\n`;
-}
-
-const NOT_ASCII = /[\u007f-\uffff]/;
-
-/**
- * Escape what Python's `json.dumps` escapes by default (ensure_ascii) in JSON text: every UTF-16
- * unit from U+007F up as `\uXXXX`, as @prun/kit/py's pyJsonDumps does. A lone surrogate is
- * already `\udcXX` from JSON.stringify, as Python writes it.
- */
-export function toAsciiJson(json: string): string {
-  if (!NOT_ASCII.test(json)) return json;
-  return json.replace(/[\u007f-\uffff]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 const UNIT_WIDTH = 52;

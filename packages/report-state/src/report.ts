@@ -1,5 +1,6 @@
 import type { ResultOutcome, ResultPathState, ResultValue, UnitError } from './classify.js';
-import { compareCodePoints, hasSurrogate } from './names.js';
+import { compareCodePoints } from '@prun/kit/py';
+import { hasSurrogate } from './names.js';
 
 export const SCHEMA_VERSION = 1;
 

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { STATE_DIR_PREFIX, STATE_FILES } from '@prun/unit-state';
 import type { DiscoveryError, Summary, UnitRecord } from '../src/index.js';
 
-export const BIN = fileURLToPath(new URL('../bin/prun-report-state.js', import.meta.url));
+export const BIN = fileURLToPath(new URL('../bin/prun-report-state.cjs', import.meta.url));
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 /** Loads a bin's code as root, then drops to uid/gid 65534 and runs it (tools/main-as-nobody.mjs). */
 const MAIN_AS_NOBODY = fileURLToPath(new URL('../../../tools/main-as-nobody.mjs', import.meta.url));

@@ -84,7 +84,7 @@ export async function run(ctx) {
   const small = ctx.tempDir('prun-bench-report-small-');
   buildCorpus(root, UNITS);
   buildCorpus(small, SMALL);
-  const bin = join(ctx.repoRoot, 'packages', 'report-state', 'bin', 'prun-report-state.js');
+  const bin = join(ctx.repoRoot, 'packages', 'report-state', 'bin', 'prun-report-state.cjs');
   const node = process.execPath;
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
   // Exit 1 (a partial sweep) is still a full sweep.

@@ -46,7 +46,7 @@ function startRunner(run: RunStart, control: HandedSocket, ctx: Context): ChildP
   writeJob(jobDir, job);
   writeAtomic(jobFile(jobDir, 'prompt.txt'), prompt);
   for (const name of PREVIOUS_RUN_FILES) removeFile(jobFile(jobDir, name));
-  const runs = (readInt(jobFile(jobDir, 'runs')) ?? 0) + 1;
+  const runs = (readInt(jobFile(jobDir, 'runs')) ?? 0n) + 1n;
   writeAtomic(jobFile(jobDir, 'runs'), `${runs}\n`);
   writeAtomic(jobFile(jobDir, 'started_at'), utcNow() + '\n');
   writeAtomic(jobFile(jobDir, 'status'), 'running\n');

@@ -2,7 +2,7 @@
 // whose files and messages we must read and write byte for byte; JavaScript's trim, split,
 // JSON.stringify and JSON.parse each differ from Python's in small ways that matter.
 import { readFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
+import { constants as osConstants, userInfo } from 'node:os';
 
 // --- whitespace ---------------------------------------------------------------------------------
 
@@ -76,6 +76,44 @@ export function splitUniversalLines(text: string): string[] {
   return lines;
 }
 
+// --- sorted() of str -----------------------------------------------------------------------------
+
+function isSurrogate(unit: number): boolean {
+  return unit >= 0xd800 && unit <= 0xdfff;
+}
+
+/**
+ * Python's order of `str` (`sorted()`, `<`): by code point, a lone surrogate (an undecodable
+ * byte's escape) by its own value. JavaScript's `<` and default sort compare UTF-16 units, which
+ * put U+E000..U+FFFF after astral characters.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  // UTF-16 order is code point order up to the first difference, unless a surrogate is
+  // involved there: only then is the difference looked at code point by code point.
+  const common = Math.min(a.length, b.length);
+  let k = 0;
+  while (k < common && a.charCodeAt(k) === b.charCodeAt(k)) k += 1;
+  if (k === common) return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+  const ua = a.charCodeAt(k);
+  const ub = b.charCodeAt(k);
+  if (!isSurrogate(ua) && !isSurrogate(ub)) return ua < ub ? -1 : 1;
+  return compareCodePointsFrom(a, b, k > 0 && isSurrogate(a.charCodeAt(k - 1)) ? k - 1 : k);
+}
+
+/** The slow comparison, from a position where both strings are in step. */
+function compareCodePointsFrom(a: string, b: string, from: number): number {
+  let i = from;
+  let j = from;
+  while (i < a.length && j < b.length) {
+    const ca = a.codePointAt(i) as number;
+    const cb = b.codePointAt(j) as number;
+    if (ca !== cb) return ca < cb ? -1 : 1;
+    i += ca > 0xffff ? 2 : 1;
+    j += cb > 0xffff ? 2 : 1;
+  }
+  return a.length - i === b.length - j ? 0 : a.length - i < b.length - j ? -1 : 1;
+}
+
 // --- repr ---------------------------------------------------------------------------------------
 
 // str.isprintable: false for the categories Other (Cc, Cf, Cs, Co, Cn) and Separator (Zl, Zp,
@@ -114,6 +152,31 @@ export function pyRepr(text: string): string {
 /** Python `repr()` of a list of str: `['a', "it's", '\x85']`. */
 export function pyListRepr(items: readonly string[]): string {
   return `[${items.map(pyRepr).join(', ')}]`;
+}
+
+/**
+ * Python `str()` of a value as `json.loads` gives it (None, True/False, int, float, str, list,
+ * dict): a str is itself, anything else its repr (`[1, 'a', None]`, `{'k': 1.5}`). An integral
+ * number below 1e21 is an int, as json.loads reads JSON's digits; JSON's `5.0`, which JavaScript
+ * reads as 5, therefore prints `5` here where Python prints `5.0`.
+ */
+export function pyStr(value: unknown): string {
+  return typeof value === 'string' ? value : pyValueRepr(value);
+}
+
+function pyValueRepr(value: unknown): string {
+  if (value === null || value === undefined) return 'None';
+  if (value === true) return 'True';
+  if (value === false) return 'False';
+  if (typeof value === 'number') return Number.isInteger(value) && Math.abs(value) < 1e21 ? String(value) : pyFloatRepr(value);
+  if (typeof value === 'bigint') return String(value);
+  if (typeof value === 'string') return pyRepr(value);
+  if (Array.isArray(value)) return `[${value.map(pyValueRepr).join(', ')}]`;
+  if (typeof value === 'object') {
+    const items = Object.entries(value as Record<string, unknown>).map(([key, member]) => `${pyRepr(key)}: ${pyValueRepr(member)}`);
+    return `{${items.join(', ')}}`;
+  }
+  return String(value);
 }
 
 // --- int() and float() of a str --------------------------------------------------------------------
@@ -215,6 +278,72 @@ export function pyFloatRepr(value: number): string {
   return `${sign}${whole}.${fraction === '' ? '0' : fraction}`;
 }
 
+/** A finite, positive double as the exact fraction numerator / 2^shift. */
+function exactBinary(value: number): { numerator: bigint; shift: bigint } {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, value);
+  const bits = view.getBigUint64(0);
+  const biased = Number((bits >> 52n) & 0x7ffn);
+  const fraction = bits & ((1n << 52n) - 1n);
+  const mantissa = biased === 0 ? fraction : fraction | (1n << 52n);
+  const exponent = (biased === 0 ? 1 : biased) - 1075;
+  return exponent >= 0 ? { numerator: mantissa << BigInt(exponent), shift: 0n } : { numerator: mantissa, shift: BigInt(-exponent) };
+}
+
+/**
+ * A finite, positive double rounded to `digits` significant digits, half to even on its exact
+ * binary value as Python's formatting does (JavaScript's toExponential and toFixed round a tie
+ * away from zero): the digits and the decimal exponent of the first.
+ */
+function roundSignificant(value: number, digits: number): { digits: string; exponent: number } {
+  const { numerator, shift } = exactBinary(value);
+  let exponent = Math.floor(Math.log10(value));
+  for (;;) {
+    // scaled = value * 10^(digits - 1 - exponent) as the fraction top / bottom.
+    const power = digits - 1 - exponent;
+    let top = numerator;
+    let bottom = 1n << shift;
+    if (power >= 0) top *= 10n ** BigInt(power);
+    else bottom *= 10n ** BigInt(-power);
+    let quotient = top / bottom;
+    const twiceRemainder = (top % bottom) * 2n;
+    if (twiceRemainder > bottom || (twiceRemainder === bottom && quotient % 2n === 1n)) quotient += 1n;
+    const text = quotient.toString();
+    // log10 can be one off near a power of ten, and rounding up can carry into a new digit.
+    if (text.length > digits) exponent += 1;
+    else if (text.length < digits) exponent -= 1;
+    else return { digits: text, exponent };
+  }
+}
+
+/** Python `format(value, "g")` of a float (or an int, which it formats as a float): six significant digits. */
+export function pyFormatG(value: number): string {
+  if (Number.isNaN(value)) return 'nan';
+  if (!Number.isFinite(value)) return value > 0 ? 'inf' : '-inf';
+  const sign = value < 0 || Object.is(value, -0) ? '-' : '';
+  if (value === 0) return `${sign}0`;
+  const precision = 6;
+  const { digits, exponent } = roundSignificant(Math.abs(value), precision);
+  const significant = digits.replace(/0+$/, '');
+  if (exponent < -4 || exponent >= precision) {
+    const mantissa = significant.length === 1 ? significant : `${significant[0]}.${significant.slice(1)}`;
+    return `${sign}${mantissa}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`;
+  }
+  if (exponent < 0) return `${sign}0.${'0'.repeat(-exponent - 1)}${significant}`;
+  const whole = significant.slice(0, exponent + 1).padEnd(exponent + 1, '0');
+  const fraction = significant.slice(exponent + 1);
+  return `${sign}${whole}${fraction === '' ? '' : `.${fraction}`}`;
+}
+
+// --- shlex.quote --------------------------------------------------------------------------------
+
+/** Python `shlex.quote`: the text as is when it holds only `\w@%+=:,./-` (ASCII), else single-quoted. */
+export function shlexQuote(text: string): string {
+  if (text === '') return "''";
+  if (!/[^\w@%+=:,./-]/.test(text)) return text;
+  return `'${text.replace(/'/g, `'"'"'`)}'`;
+}
+
 // --- json.dumps ---------------------------------------------------------------------------------
 
 export interface DumpsOptions {
@@ -249,9 +378,18 @@ function unicodeEscape(char: string): string {
   return `\\u${hex(char.charCodeAt(0), 4)}`;
 }
 
+/**
+ * Python's ensure_ascii over JSON text that JSON.stringify wrote: every UTF-16 unit from U+007F up
+ * as `\uXXXX` (a lone surrogate is already `\udcXX` from JSON.stringify, as Python writes it).
+ * For a caller that has checked its own data prints alike and wants JSON.stringify's speed.
+ */
+export function toAsciiJson(json: string): string {
+  return NOT_PRINTABLE_ASCII.test(json) ? json.replace(NOT_PRINTABLE_ASCII_ALL, unicodeEscape) : json;
+}
+
 function dumpsString(text: string, ensureAscii: boolean): string {
   const json = JSON.stringify(text);
-  if (ensureAscii) return NOT_PRINTABLE_ASCII.test(json) ? json.replace(NOT_PRINTABLE_ASCII_ALL, unicodeEscape) : json;
+  if (ensureAscii) return toAsciiJson(json);
   if (!LONE_SURROGATE.test(text)) return json;
   return `"${text.replace(/["\\\x00-\x1f]/g, (char) => SHORT_ESCAPES[char] ?? unicodeEscape(char))}"`;
 }
@@ -285,7 +423,7 @@ export function pyJsonDumps(value: unknown, options: DumpsOptions = {}): string 
   if (nativeLayout) {
     const text = nativeDumps(value, indent);
     if (text !== null) {
-      if (ensureAscii) return NOT_PRINTABLE_ASCII.test(text) ? text.replace(NOT_PRINTABLE_ASCII_ALL, unicodeEscape) : text;
+      if (ensureAscii) return toAsciiJson(text);
       if (!LONE_SURROGATE.test(text)) return text;
     }
   }
@@ -505,6 +643,52 @@ export function expandUser(path: string, env: Readonly<Record<string, string | u
   return home.slice(0, homeEnd) + path.slice(end) || '/';
 }
 
+// --- expandvars ---------------------------------------------------------------------------------
+
+function isWordChar(char: string | undefined): boolean {
+  return char !== undefined && /^[A-Za-z0-9_]$/.test(char);
+}
+
+/**
+ * Python `os.path.expandvars` (POSIX): `$name` (ASCII word characters) and `${name}` are
+ * replaced when the variable exists and left as written otherwise; inserted values are not
+ * expanded again.
+ */
+export function expandVars(path: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
+  if (!path.includes('$')) return path;
+  let out = '';
+  let i = 0;
+  while (i < path.length) {
+    const char = path[i] as string;
+    if (char !== '$') {
+      out += char;
+      i += 1;
+      continue;
+    }
+    let name: string | null = null;
+    let end = i + 1;
+    if (path[end] === '{') {
+      const close = path.indexOf('}', end + 1);
+      if (close !== -1) {
+        name = path.slice(end + 1, close);
+        end = close + 1;
+      }
+    } else {
+      while (isWordChar(path[end])) end += 1;
+      if (end > i + 1) name = path.slice(i + 1, end);
+    }
+    if (name === null) {
+      out += char;
+      i += 1;
+      continue;
+    }
+    // An unknown variable stays as written, and Python resumes after the whole reference.
+    out += env[name] ?? path.slice(i, end);
+    i = end;
+  }
+  return out;
+}
+
 // --- exception names ----------------------------------------------------------------------------
 
 // The OSError subclass Python raises for each errno (PEP 3151); any other errno is plain OSError.
@@ -558,4 +742,56 @@ export function pyExceptionName(error: unknown): string {
     if (name !== code) return name;
   }
   return error instanceof Error ? error.name : 'Exception';
+}
+
+// --- OSError text --------------------------------------------------------------------------------
+
+// glibc's strerror texts, which Python's OSError prints (Node's messages word some differently).
+const STRERROR: Record<string, string> = {
+  EPERM: 'Operation not permitted',
+  ENOENT: 'No such file or directory',
+  EIO: 'Input/output error',
+  ENXIO: 'No such device or address',
+  EBADF: 'Bad file descriptor',
+  EAGAIN: 'Resource temporarily unavailable',
+  ENOMEM: 'Cannot allocate memory',
+  EACCES: 'Permission denied',
+  EBUSY: 'Device or resource busy',
+  EEXIST: 'File exists',
+  EXDEV: 'Invalid cross-device link',
+  ENOTDIR: 'Not a directory',
+  EISDIR: 'Is a directory',
+  EINVAL: 'Invalid argument',
+  ENFILE: 'Too many open files in system',
+  EMFILE: 'Too many open files',
+  ETXTBSY: 'Text file busy',
+  EFBIG: 'File too large',
+  ENOSPC: 'No space left on device',
+  EROFS: 'Read-only file system',
+  EMLINK: 'Too many links',
+  ENAMETOOLONG: 'File name too long',
+  ELOOP: 'Too many levels of symbolic links',
+  ENOTSUP: 'Operation not supported',
+  EOPNOTSUPP: 'Operation not supported',
+  EDQUOT: 'Disk quota exceeded',
+  ENOTEMPTY: 'Directory not empty',
+};
+
+/**
+ * The text Python prints for an OSError: `[Errno 2] No such file or directory: '/p'` (and
+ * `'/a' -> '/b'` for two-path calls such as link, each path as repr() writes it). Errors without
+ * an errno code give their message.
+ */
+export function pyOsErrorText(error: unknown): string {
+  if (!(error instanceof Error) || typeof (error as NodeJS.ErrnoException).code !== 'string') {
+    return error instanceof Error ? error.message : String(error);
+  }
+  const { code = '', errno, path } = error as NodeJS.ErrnoException;
+  const number = (osConstants.errno as Record<string, number>)[code] ?? Math.abs(errno ?? 0);
+  const text = STRERROR[code] ?? error.message.replace(/^[A-Z0-9_]+: /, '').replace(/, \w+ '.*$/, '');
+  let paths = '';
+  if (typeof path === 'string') paths = `: ${pyRepr(path)}`;
+  const dest = (error as { dest?: unknown }).dest;
+  if (typeof path === 'string' && typeof dest === 'string') paths += ` -> ${pyRepr(dest)}`;
+  return `[Errno ${number}] ${text}${paths}`;
 }

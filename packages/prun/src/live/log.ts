@@ -95,10 +95,15 @@ export function renderEventLine(line: string): string[] {
       return [`< ${name === undefined ? 'tool' : printable(name)} ${failed ? 'error' : 'ok'}${output === null || output.trim() === '' ? '' : `: ${oneLine(output)}`}`];
     }
     case 'step_update': {
-      // Newer agy streams report progress as steps: a tool step names its tool, a text step carries text.
-      const call = toolCall(event);
+      // Newer agy streams report progress as steps, the step in the event's `step_update` object
+      // (tools/fake-agy/README.md "Protocol"): a tool step names its tool (in `tool_info`), a
+      // text step carries `text_delta`. A finished tool step is its answer, not a second call.
+      const step = isRecord(event['step_update']) ? event['step_update'] : event;
+      const call = toolCall(step);
+      if (call !== null && step['state'] === 'DONE') return [`< ${printable(call.name)} ok`];
+      if (call !== null && step['state'] === 'ERROR') return [`< ${printable(call.name)} error`];
       if (call !== null) return [`> tool ${printable(call.name)}${argsText(call.args) === '' ? '' : ` ${argsText(call.args)}`}`];
-      const text = textOf(event['content'] ?? event['text']);
+      const text = textOf(step['text_delta'] ?? step['content'] ?? step['text']);
       return text === null || text.trim() === '' ? [] : textLines(text);
     }
     case 'error': {

@@ -1,0 +1,7 @@
+#!/usr/bin/env node
+// Thin shim: starts the bundled bin (src/bin.ts with everything it loads, one CommonJS file built
+// by `pnpm build`: tools/bundle-bin.mjs --cjs). CommonJS, so Node reads it synchronously and
+// starts neither its ES module loader nor a thread pool to do so.
+'use strict';
+require('node:module').enableCompileCache?.();
+require('../dist/bundle-bin.cjs');

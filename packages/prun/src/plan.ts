@@ -1,4 +1,4 @@
-import { CliError } from '@prun/kit/cli';
+import { CliError, printable } from '@prun/kit/cli';
 import { dirname, extname, isAbsolute, resolve } from 'node:path';
 import { parsePositiveSeconds, unitIdProblem } from '@prun/dispatcher-agy';
 import { readHead } from '@prun/kit/fs';
@@ -110,9 +110,10 @@ function fieldPath(path: readonly PropertyKey[], plan: unknown): string {
   for (const key of path) {
     if (typeof key === 'number') {
       const id = (node as unknown[] | undefined)?.[key] as { id?: unknown } | undefined;
-      out += typeof id?.id === 'string' && id.id !== '' ? `[${key}](id ${id.id})` : `[${key}]`;
+      // Echoed ids and keys are escaped: a refused id must not clear the screen or set the title.
+      out += typeof id?.id === 'string' && id.id !== '' ? `[${key}](id ${printable(id.id)})` : `[${key}]`;
     } else {
-      out += out === '' ? String(key) : `.${String(key)}`;
+      out += out === '' ? printable(String(key)) : `.${printable(String(key))}`;
     }
     node = (node as Record<PropertyKey, unknown> | undefined)?.[key];
   }
@@ -147,7 +148,7 @@ export function checkGraph(plan: Plan): void {
   }
   for (const [index, unit] of plan.units.entries()) {
     for (const dep of unit.depends_on ?? []) {
-      if (!ids.has(dep)) throw new PlanError(`plan field units[${index}](id ${unit.id}).depends_on: unknown unit ${dep}`);
+      if (!ids.has(dep)) throw new PlanError(`plan field units[${index}](id ${unit.id}).depends_on: unknown unit ${printable(dep)}`);
       if (dep === unit.id) throw new PlanError(`plan field units[${index}](id ${unit.id}).depends_on: a unit cannot depend on itself`);
     }
   }

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { countUnits, etaMs, headerLines, panelLines, unitLine, type PanelState, type PanelUnit } from '../src/live/panel.js';
 import { TailRenderer, renderEventLine } from '../src/live/log.js';
-import { batchEnd } from '../src/live/watch.js';
+import { ABANDON_GRACE_MS, batchEnd } from '../src/live/watch.js';
 
 const NOW = Date.parse('2026-12-01T12:00:00Z');
 
@@ -27,10 +27,43 @@ describe('panel lines', () => {
     ]);
     expect(countUnits(s.units)).toMatchObject({ done: 1, failed: 1, invalid: 0, running: 1, queued: 2, deferred: 1 });
     const [header, quota] = headerLines(s);
-    expect(header).toBe('prun batch fanout  1/6 done  1 failed  0 invalid  1 running  2 queued  1 deferred  elapsed 2m05s  ETA 18s');
-    // Mean 20 s: 15 s left of c, 20 s each for d, e and f, over 4 lanes.
+    expect(header).toBe('prun batch fanout  1/6 done  1 failed  1 running  2 queued  1 deferred  elapsed 2m05s  ETA 18s');
+    // Mean 20 s (of a: b failed, no measure of a unit's work): 15 s left of c, 20 s each for d, e and f, over 4 lanes.
     expect(etaMs(s)).toBe((15_000 + 3 * 20_000) / 4);
     expect(quota).toBe('quota: 1 deferred, next try in 1m05s');
+  });
+
+  it('fits the header to 80 columns with elapsed and ETA, wrapping (never cutting) at 50; the directory escaped', () => {
+    const units = [
+      ...Array.from({ length: 18 }, (_, i) => unit(`d${i}`, { status: 'done', startedAtMs: NOW - 100_000, endedAtMs: NOW - 40_000 })),
+      ...Array.from({ length: 6 }, (_, i) => unit(`r${i}`, { status: 'running', startedAtMs: NOW - 10_000 })),
+      ...Array.from({ length: 176 }, (_, i) => unit(`q${i}`)),
+    ];
+    const s = state(units, { dir: 'b200', jobs: 6 });
+    const at80 = panelLines(s, { columns: 80, rows: 24 });
+    expect(at80[0]).toBe('prun batch b200  18/200 done  6 running  176 queued  elapsed 2m05s  ETA 30m10s');
+    for (const line of at80) expect(line.length).toBeLessThan(80);
+    const at50 = headerLines(s, undefined, 50);
+    expect(at50).toEqual(['prun batch b200  18/200 done  6 running', '176 queued  elapsed 2m05s  ETA 30m10s']);
+    for (const line of at50) expect(line.length).toBeLessThan(50);
+    // A name with escape characters cannot clear the screen or set the title.
+    const hostile = panelLines(state(units, { dir: 'dE\u001b[31mX\u001b]0;pwn\u0007' }), { columns: 200, rows: 24 });
+    for (const line of hostile) expect(line).not.toMatch(/[\u0000-\u001f]/);
+    expect(hostile[0]).toMatch(/^prun batch dE\\x1b\[31mX\\x1b\]0;pwn\\x07 /);
+  });
+
+  it('takes the ETA only from units that ran to completion, never from cancelled, killed or dependency-failed ones', () => {
+    const stopped = [
+      unit('c', { status: 'cancelled', startedAtMs: NOW - 5_000, endedAtMs: NOW - 4_000 }),
+      unit('k', { status: 'failed', startedAtMs: NOW - 7_000, endedAtMs: NOW }),
+      unit('dep', { status: 'failed', startedAtMs: NOW, endedAtMs: NOW }),
+      unit('r', { status: 'running', startedAtMs: NOW - 60_000 }),
+    ];
+    expect(etaMs(state(stopped))).toBeNull();
+    expect(headerLines(state(stopped))[0]).not.toContain('ETA');
+    const ran = [...stopped, unit('ok', { status: 'done', startedAtMs: NOW - 100_000, endedAtMs: NOW - 20_000 }), unit('q')];
+    // Mean 80 s (of ok alone): 20 s left of r, 80 s for q, over 2 lanes.
+    expect(etaMs(state(ran))).toBe((20_000 + 80_000) / 2);
   });
 
   it('has no ETA before a unit finished, and shows the quota groups when a snapshot exists', () => {
@@ -42,12 +75,15 @@ describe('panel lines', () => {
 
   it('draws a running unit with elapsed, tail, growth, model and the stall marker', () => {
     const line = unitLine(unit('fix-a', { status: 'running', startedAtMs: NOW - 65_000, tailBytes: 12_595, growthPerS: 2048, model: 'gemini-3.8-flash-high', stalled: true }), NOW, 6);
-    expect(line).toBe('  fix-a   running    1m05s  tail 12.3 KiB +2.0 KiB/s  gemini-3.8-flash-high  STALLED');
+    expect(line).toBe('  fix-a   running     1m05s  tail 12.3 KiB +2.0 KiB/s  gemini-3.8-flash-high  STALLED');
     const quiet = unitLine(unit('b', { status: 'running', startedAtMs: NOW - 1000 }), NOW, 4);
     expect(quiet).not.toContain('STALLED');
     expect(quiet).toContain('no tail');
     const deferred = unitLine(unit('q', { status: 'deferred', retryAtMs: NOW + 30_000, attempt: 2 }), NOW, 4);
-    expect(deferred).toBe('  q     deferred       -  no tail                   retry in 30s  attempt 2');
+    expect(deferred).toBe('  q     deferred        -  no tail                   retry in 30s  attempt 2');
+    // The longest status keeps the elapsed column where every other status has it.
+    const cancelled = unitLine(unit('c', { status: 'cancelled', startedAtMs: NOW - 5000, endedAtMs: NOW - 1000 }), NOW, 4);
+    expect(cancelled.indexOf('4s')).toBe(quiet.indexOf('1s'));
   });
 
   it('fits a 200-unit batch on a 24-row screen: running units first, finished ones collapse', () => {
@@ -85,17 +121,23 @@ describe('panel lines', () => {
 describe('the end of a batch, as a watcher sees it', () => {
   const summary = { exit_code: 130, driver_pid: 41, document: {} };
   it('is the summary of the driver that wrote it, once it is gone or while it exits', () => {
-    expect(batchEnd({ driverPid: null, summary, statuses: ['interrupted'] })).toEqual({ kind: 'finished', exitCode: 130, summary });
-    expect(batchEnd({ driverPid: 41, summary, statuses: ['interrupted'] })).toMatchObject({ kind: 'finished', exitCode: 130 });
+    expect(batchEnd({ driverPid: null, summary, statuses: ['interrupted'], dispatchAlive: false, unattendedMs: 0 })).toEqual({ kind: 'finished', exitCode: 130, summary });
+    expect(batchEnd({ driverPid: 41, summary, statuses: ['interrupted'], dispatchAlive: false, unattendedMs: 0 })).toMatchObject({ kind: 'finished', exitCode: 130 });
   });
   it('is running while a driver holds the lock, whatever an earlier run left', () => {
-    expect(batchEnd({ driverPid: 42, summary, statuses: ['done'] })).toEqual({ kind: 'running' });
-    expect(batchEnd({ driverPid: 42, summary: null, statuses: ['done'] })).toEqual({ kind: 'running' });
+    expect(batchEnd({ driverPid: 42, summary, statuses: ['done'], dispatchAlive: false, unattendedMs: 0 })).toEqual({ kind: 'running' });
+    expect(batchEnd({ driverPid: 42, summary: null, statuses: ['done'], dispatchAlive: false, unattendedMs: 0 })).toEqual({ kind: 'running' });
   });
-  it('without a summary: finished when every unit settled, else abandoned', () => {
-    expect(batchEnd({ driverPid: null, summary: null, statuses: ['done', 'failed', 'invalid'] })).toEqual({ kind: 'finished', exitCode: 2, summary: null });
-    expect(batchEnd({ driverPid: null, summary: null, statuses: ['done', 'running'] })).toEqual({ kind: 'abandoned' });
-    expect(batchEnd({ driverPid: null, summary: null, statuses: ['queued'] })).toEqual({ kind: 'abandoned' });
+  it('without a summary: finished when every unit settled, else abandoned once nothing has run it for the grace', () => {
+    const idle = { driverPid: null, summary: null, dispatchAlive: false, unattendedMs: ABANDON_GRACE_MS };
+    expect(batchEnd({ ...idle, statuses: ['done', 'failed', 'invalid'] })).toEqual({ kind: 'finished', exitCode: 2, summary: null });
+    expect(batchEnd({ ...idle, statuses: ['done', 'running'] })).toEqual({ kind: 'abandoned' });
+    expect(batchEnd({ ...idle, statuses: ['queued'] })).toEqual({ kind: 'abandoned' });
+    // A resume started just before the watcher has not taken the lock yet.
+    expect(batchEnd({ ...idle, unattendedMs: ABANDON_GRACE_MS - 1, statuses: ['queued'] })).toEqual({ kind: 'running' });
+  });
+  it("is running while a unit's dispatch runs without a driver (its supervisor outlived a driver killed with SIGKILL)", () => {
+    expect(batchEnd({ driverPid: null, summary: null, dispatchAlive: true, unattendedMs: 60_000, statuses: ['done', 'running'] })).toEqual({ kind: 'running' });
   });
 });
 

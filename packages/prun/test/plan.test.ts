@@ -20,6 +20,9 @@ describe('plan validation', () => {
     [plan([{ id: 'a', prompt: 'x', depends_on: ['a'] }]), 'plan field units[0](id a).depends_on: a unit cannot depend on itself'],
     [plan([{ id: 'a', prompt: 'x', depends_on: ['b'] }, { id: 'b', prompt: 'y', depends_on: ['a'] }]), 'plan has a dependency cycle: a -> b -> a'],
     [plan([]), 'plan field units: must list at least one unit'],
+    // What a refusal echoes is escaped: no raw ESC/OSC/BEL reaches the terminal.
+    [plan([{ id: 'e\u001b[2J\u001b]0;pwn\u0007x', prompt: 'x' }]), 'plan field units[0](id e\\x1b[2J\\x1b]0;pwn\\x07x).id: must contain only'],
+    [plan([{ id: 'a', prompt: 'x', depends_on: ['z\u001b[2J'] }]), 'plan field units[0](id a).depends_on: unknown unit z\\x1b[2J'],
     ['{"units": 3}', 'plan field units:'],
     ['{nope', 'plan p.json is not valid JSON'],
   ])('rejects %s', (text, message) => {

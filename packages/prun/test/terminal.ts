@@ -48,6 +48,11 @@ export class Terminal {
     spawnSync('tmux', ['-S', this.socket, 'send-keys', ...keys]);
   }
 
+  /** Whether the pane shows its cursor (tmux's cursor_flag). */
+  cursorShown(): boolean {
+    return spawnSync('tmux', ['-S', this.socket, 'display-message', '-p', '#{cursor_flag}'], { encoding: 'utf8' }).stdout.trim() === '1';
+  }
+
   /** The pid of the process the pane runs (the sh that runs the command). */
   panePid(): number {
     return Number(spawnSync('tmux', ['-S', this.socket, 'list-panes', '-F', '#{pane_pid}'], { encoding: 'utf8' }).stdout.trim());

@@ -11,7 +11,8 @@ import { readLedger, resolveBatchDir, type LedgerEntry } from '../ledger.js';
 import { liveLockHolder } from '../lock.js';
 import { loadPlan, PlanError } from '../plan.js';
 import { batchStatus, renderStatus } from '../status.js';
-import { isDispatcherFor, stateDirFromLog } from '../units.js';
+import { stateDirFromLog } from '../units.js';
+import { unitDispatcherAlive } from '../supervise/alive.js';
 import { LivePanel, panelWanted } from './live-panel.js';
 import { TailRenderer } from './log.js';
 import { awaitBatchDir, batchEnd, readSummary, watchBatch, type BatchEnd } from './watch.js';
@@ -42,11 +43,31 @@ interface Look {
   end: BatchEnd;
 }
 
-function lookAt(paths: BatchPaths, ids: readonly string[]): Look {
-  const { latest } = readLedger(paths.ledger);
-  const driverPid = liveLockHolder(paths.lock);
-  const end = batchEnd({ driverPid, summary: readSummary(paths), statuses: ids.map((id) => latest.get(id)?.status ?? 'unknown') });
-  return { latest, driverPid, end };
+/**
+ * A watcher's looks at a batch, for `prun wait` and `prun status --watch` alike: each one judged
+ * by batchEnd, remembering since when the batch has had neither a driver nor a running dispatch.
+ */
+function batchLooker(paths: BatchPaths, ids: readonly string[]): () => Look {
+  let unattendedSinceMs: number | null = null;
+  return () => {
+    const { latest } = readLedger(paths.ledger);
+    const driverPid = liveLockHolder(paths.lock);
+    const dispatchAlive = driverPid === null && ids.some((id) => {
+      const entry = latest.get(id);
+      return entry !== undefined && unitDispatcherAlive(paths, entry);
+    });
+    const nowMs = Date.now();
+    if (driverPid !== null || dispatchAlive) unattendedSinceMs = null;
+    else unattendedSinceMs ??= nowMs;
+    const end = batchEnd({
+      driverPid,
+      summary: readSummary(paths),
+      statuses: ids.map((id) => latest.get(id)?.status ?? 'unknown'),
+      dispatchAlive,
+      unattendedMs: unattendedSinceMs === null ? 0 : nowMs - unattendedSinceMs,
+    });
+    return { latest, driverPid, end };
+  };
 }
 
 /** The refusal of a batch nobody drives and that has not finished. */
@@ -60,9 +81,10 @@ function abandoned(paths: BatchPaths): BatchError {
 /** `prun wait DIR [--json]`: until the batch ends, then its exit code. */
 export async function runWait(dirArg: string, json: boolean, out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const { paths, ids } = await openForWatch(dirArg, APPEAR_GRACE_MS);
+  const lookAt = batchLooker(paths, ids);
   let last: Look | null = null;
   await watchBatch(paths, () => {
-    last = lookAt(paths, ids);
+    last = lookAt();
     return last.end.kind !== 'running';
   });
   const end = (last as Look | null)?.end ?? { kind: 'abandoned' };
@@ -80,7 +102,8 @@ export async function runWait(dirArg: string, json: boolean, out: NodeJS.Writabl
 /** `prun status DIR --watch`: the live panel until the batch ends, then the status table. */
 export async function runStatusWatch(dirArg: string, env: NodeJS.ProcessEnv): Promise<number> {
   const { paths, ids } = await openForWatch(dirArg, APPEAR_GRACE_MS);
-  let look = lookAt(paths, ids);
+  const lookAt = batchLooker(paths, ids);
+  let look = lookAt();
   let panel: LivePanel | null = null;
   if (panelWanted(env) && look.end.kind === 'running') {
     const [stallName, stallDefault] = MONITOR_ENV.stallThresholdS;
@@ -98,7 +121,7 @@ export async function runStatusWatch(dirArg: string, env: NodeJS.ProcessEnv): Pr
   }
   try {
     await watchBatch(paths, () => {
-      look = lookAt(paths, ids);
+      look = lookAt();
       panel?.draw();
       return look.end.kind !== 'running';
     });
@@ -108,6 +131,8 @@ export async function runStatusWatch(dirArg: string, env: NodeJS.ProcessEnv): Pr
   const status = batchStatus(paths.dir);
   for (const warning of status.warnings) process.stderr.write(`prun: ${warning}\n`);
   process.stdout.write(renderStatus(status.units));
+  // A driver killed with units unsettled is no end: say so as `prun wait` does, never exit 0.
+  if (look.end.kind === 'abandoned') throw abandoned(paths);
   return EXIT.ok;
 }
 
@@ -127,7 +152,7 @@ function mayGrow(paths: BatchPaths, entry: LedgerEntry | undefined, driverPid: n
   if (entry === undefined) return driverPid !== null;
   if (entry.status !== 'running' && entry.status !== 'queued') return false;
   if (driverPid !== null) return true;
-  return entry.status === 'running' && entry.dispatcher_pid !== undefined && isDispatcherFor(entry.dispatcher_pid, paths.result(entry.id), entry.dispatcher_start ?? null);
+  return unitDispatcherAlive(paths, entry);
 }
 
 export interface LogOptions {

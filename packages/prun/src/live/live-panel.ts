@@ -32,6 +32,20 @@ export class LivePanel {
   private timer: NodeJS.Timeout | null = null;
   private lastFrame = '';
   private readonly onResize = (): void => this.draw();
+  /**
+   * Ctrl-Z: a stopped prun must not leave the shell prompt without a cursor. Handling SIGTSTP
+   * takes over the stop, so the panel is erased, the cursor shown, and the process stops itself.
+   */
+  private readonly onSuspend = (): void => {
+    this.terminal.close();
+    this.lastFrame = '';
+    process.kill(process.pid, 'SIGSTOP');
+  };
+  /** `fg`: the panel (and the hidden cursor) again. */
+  private readonly onContinue = (): void => {
+    this.lastFrame = '';
+    this.draw();
+  };
 
   private constructor(
     private readonly terminal: PanelTerminal,
@@ -46,6 +60,8 @@ export class LivePanel {
     // The timer never keeps the process alive: the batch (or the watch) decides when to end.
     panel.timer = setInterval(() => panel.draw(), REDRAW_MS).unref();
     stream.on('resize', panel.onResize);
+    process.on('SIGTSTP', panel.onSuspend);
+    process.on('SIGCONT', panel.onContinue);
     return panel;
   }
 
@@ -78,6 +94,8 @@ export class LivePanel {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     this.stream.off('resize', this.onResize);
+    process.off('SIGTSTP', this.onSuspend);
+    process.off('SIGCONT', this.onContinue);
     this.terminal.close();
   }
 }

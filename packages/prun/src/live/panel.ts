@@ -1,5 +1,6 @@
 // The live panel of a batch as plain data and the pure function that turns it into lines. No
 // I/O here: the sampler (sample.ts) fills a PanelState, the terminal (terminal.ts) draws lines.
+import { printable } from '@prun/kit/cli';
 import { formatBytes, formatElapsed } from '@prun/monitor';
 import type { UnitStatus } from '../ledger.js';
 
@@ -68,8 +69,9 @@ const isFinished = (status: string): boolean => !UNSETTLED.has(status);
 /** Settled statuses that are no success. */
 const isBad = (status: string): boolean => isFinished(status) && status !== 'done';
 
-/** The header always names these, zero or not, in this order; any other status present follows. */
+/** countUnits names these, zero or not, in the header's order; any other status present follows. */
 const ALWAYS = ['done', 'failed', 'invalid', 'running', 'queued', 'deferred'] as const;
+
 
 export type PanelCounts = Record<(typeof ALWAYS)[number], number> & Record<string, number>;
 
@@ -84,13 +86,19 @@ export function countUnits(units: readonly PanelUnit[]): PanelCounts {
 }
 
 /**
- * Time left, from the durations of the units that finished: the work still to do (every unit
- * not started at the mean duration, every running one for what the mean leaves of it) shared
- * over the units that can run at once. Null until a unit has finished.
+ * Units whose duration measures a unit's work: they ran to their end (done, or a result that
+ * failed its checks). A cancelled, killed, timed-out or dependency-failed unit stopped early.
+ */
+const RAN_TO_COMPLETION = new Set<string>(['done', 'invalid']);
+
+/**
+ * Time left, from the durations of the units that ran to completion: the work still to do
+ * (every unit not started at the mean duration, every running one for what the mean leaves of
+ * it) shared over the units that can run at once. Null until such a unit exists.
  */
 export function etaMs(state: PanelState): number | null {
   const durations = state.units
-    .filter((unit) => isFinished(unit.status) && unit.startedAtMs !== null && unit.endedAtMs !== null)
+    .filter((unit) => RAN_TO_COMPLETION.has(unit.status) && unit.startedAtMs !== null && unit.endedAtMs !== null)
     .map((unit) => Math.max(0, unit.endedAtMs! - unit.startedAtMs!));
   if (durations.length === 0) return null;
   const mean = durations.reduce((a, b) => a + b, 0) / durations.length;
@@ -115,24 +123,36 @@ function quotaText(groups: readonly QuotaGroupView[]): string {
   return groups.map((group) => `${group.label} ${Math.round(group.remaining * 100)}% left`).join(' · ');
 }
 
-/** The header: counts out of the total, elapsed, ETA; then quota and the deferral countdown. */
-export function headerLines(state: PanelState, paint: Paint = NO_PAINT): string[] {
+/**
+ * The header: `prun batch DIR`, the done count out of the total and every other count that is
+ * not zero, elapsed time and the ETA, wrapped (never cut) onto as many lines as `columns` needs,
+ * so the times show at 80 columns; then quota and the deferral countdown.
+ */
+export function headerLines(state: PanelState, paint: Paint = NO_PAINT, columns = Number.POSITIVE_INFINITY): string[] {
   const counts = countUnits(state.units);
   const total = state.units.length;
-  const parts = [
-    paint.bold(`${counts.done}/${total} done`),
-    counts.failed > 0 ? paint.red(`${counts.failed} failed`) : `${counts.failed} failed`,
-    counts.invalid > 0 ? paint.red(`${counts.invalid} invalid`) : `${counts.invalid} invalid`,
-    `${counts.running} running`,
-    `${counts.queued} queued`,
-    counts.deferred > 0 ? paint.yellow(`${counts.deferred} deferred`) : `${counts.deferred} deferred`,
-  ];
+  /** [plain, painted] pieces, joined by two spaces. */
+  const pieces: Array<[string, string]> = [[`prun batch ${printable(state.dir)}`, `${paint.cyan('prun batch')} ${printable(state.dir)}`]];
+  const piece = (text: string, colour: (text: string) => string = same): void => void pieces.push([text, colour(text)]);
+  piece(`${counts.done}/${total} done`, paint.bold);
+  const colours: Record<string, (text: string) => string> = { failed: paint.red, invalid: paint.red, running: same, queued: same };
   for (const [status, n] of Object.entries(counts)) {
-    if (!(ALWAYS as readonly string[]).includes(status) && n > 0) parts.push(paint.yellow(`${n} ${status}`));
+    if (status !== 'done' && n > 0) piece(`${n} ${status}`, colours[status] ?? paint.yellow);
   }
+  piece(`elapsed ${formatElapsed(state.nowMs - state.startedAtMs)}`, paint.dim);
   const eta = etaMs(state);
-  const time = `elapsed ${formatElapsed(state.nowMs - state.startedAtMs)}${eta === null ? '' : `  ETA ${formatElapsed(eta)}`}`;
-  const lines = [`${paint.cyan('prun batch')} ${state.dir}  ${parts.join('  ')}  ${paint.dim(time)}`];
+  if (eta !== null) piece(`ETA ${formatElapsed(eta)}`, paint.dim);
+  const lines: string[] = [];
+  let width = 0;
+  for (const [plain, painted] of pieces) {
+    if (lines.length === 0 || width + 2 + plain.length > columns - 1) {
+      lines.push(painted);
+      width = plain.length;
+    } else {
+      lines[lines.length - 1] += `  ${painted}`;
+      width += 2 + plain.length;
+    }
+  }
   const quota: string[] = [];
   if (state.quota !== null && state.quota.length > 0) quota.push(quotaText(state.quota));
   const due = state.units.filter((unit) => unit.status === 'deferred' && unit.retryAtMs !== null).map((unit) => unit.retryAtMs!);
@@ -146,7 +166,8 @@ export function headerLines(state: PanelState, paint: Paint = NO_PAINT): string[
 
 /** One unit's line: id, status, elapsed, tail and growth, model, and the stall marker. */
 export function unitLine(unit: PanelUnit, nowMs: number, idWidth: number, paint: Paint = NO_PAINT): string {
-  const statusText = unit.status.padEnd(8);
+  // Wide enough for the longest status (`cancelled`, `deferred`) so every column lines up.
+  const statusText = unit.status.padEnd(9);
   const status =
     unit.status === 'done'
       ? paint.green(statusText)
@@ -192,7 +213,7 @@ export function visibleUnits(state: PanelState, room: number): { shown: PanelUni
 
 /** The whole panel, at most `size.rows - 1` lines (the cursor's line stays free). Lines are not yet cut to width. */
 export function panelLines(state: PanelState, size: PanelSize, paint: Paint = NO_PAINT): string[] {
-  const header = headerLines(state, paint);
+  const header = headerLines(state, paint, size.columns);
   const room = Math.max(1, size.rows - 1 - header.length);
   const { shown, hidden } = visibleUnits(state, room);
   const idWidth = Math.min(24, Math.max(4, ...shown.map((unit) => unit.id.length)));
@@ -200,7 +221,7 @@ export function panelLines(state: PanelState, size: PanelSize, paint: Paint = NO
   if (hidden.length > 0) {
     const running = hidden.filter((unit) => unit.status === 'running').length;
     const what = running > 0 ? `${running} more running` : `${hidden.length} more`;
-    lines.push(paint.dim(`  ... ${what} (prun status ${state.dir} lists every unit)`));
+    lines.push(paint.dim(`  ... ${what} (prun status ${printable(state.dir)} lists every unit)`));
   }
   return lines;
 }

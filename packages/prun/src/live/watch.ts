@@ -70,24 +70,40 @@ export type BatchEnd =
   | { kind: 'running' }
   /** The driver ended and said how (its summary), or every unit settled. */
   | { kind: 'finished'; exitCode: number; summary: Summary | null }
-  /** Nobody drives it and it is not finished: its driver was killed (or an old prun left no summary). */
+  /** Nobody drives it, nothing runs its units, and it is not finished: its driver was killed (or an old prun left no summary). */
   | { kind: 'abandoned' };
 
 /** A unit in one of these has not settled (any other status, a newer one such as cancelled too, has). */
 const UNSETTLED = new Set<string>(['queued', 'running', 'deferred', 'interrupted', 'unknown']);
 
 /**
- * Whether a batch has ended, from who holds its lock, the summary its driver wrote and its
- * units' states. A summary counts when no driver runs or when its writer is the driver still
- * holding the lock (it writes the summary last, just before it exits).
+ * How long a batch must look abandoned before a watcher says so: `prun batch --resume D & prun
+ * wait D` starts the watcher before the new driver has taken the lock.
  */
-export function batchEnd(input: { driverPid: number | null; summary: Summary | null; statuses: ReadonlyArray<UnitStatus | 'unknown'> }): BatchEnd {
+export const ABANDON_GRACE_MS = 5000;
+
+/**
+ * Whether a batch has ended: the one rule of `prun wait` and `prun status --watch`, from who
+ * holds its lock, the summary its driver wrote, its units' states, whether any unit's dispatch
+ * still runs (a supervisor outlives a driver killed with SIGKILL and finishes its units), and
+ * how long it has looked driverless with nothing running (`unattendedMs`). A summary counts when
+ * no driver runs or when its writer is the driver still holding the lock (it writes the summary
+ * last, just before it exits). Abandoned only after ABANDON_GRACE_MS of that.
+ */
+export function batchEnd(input: {
+  driverPid: number | null;
+  summary: Summary | null;
+  statuses: ReadonlyArray<UnitStatus | 'unknown'>;
+  dispatchAlive: boolean;
+  unattendedMs: number;
+}): BatchEnd {
   const { driverPid, summary, statuses } = input;
   if (summary !== null && (driverPid === null || driverPid === summary.driver_pid)) return { kind: 'finished', exitCode: summary.exit_code, summary };
   if (driverPid !== null) return { kind: 'running' };
   if (statuses.every((status) => !UNSETTLED.has(status))) {
     return { kind: 'finished', exitCode: batchExitCode(statuses.filter((status) => status !== 'unknown' && countsAgainstBatch(status)).length), summary: null };
   }
+  if (input.dispatchAlive || input.unattendedMs < ABANDON_GRACE_MS) return { kind: 'running' };
   return { kind: 'abandoned' };
 }
 

@@ -4,9 +4,10 @@
 // Kept in a module of its own so that how running units are supervised can change behind it.
 
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { supervisorPaths } from './supervise/records.js';
+import { processStartTime } from './units.js';
 
 /** A running unit's dispatch as the batch knows it. */
 export interface RunningDispatch {
@@ -30,11 +31,15 @@ export interface RunningDispatch {
 export function stopRunningUnit(unit: RunningDispatch, signal: NodeJS.Signals): boolean {
   if (unit.hosted !== undefined) {
     const folder = supervisorPaths(unit.hosted.batchDir, { pid: unit.pid, start: unit.hosted.start }).stop;
+    // A supervisor started a moment ago may not have made its folder yet (a Ctrl-C right after
+    // the unit was handed over): while that very process lives, the request is left for it to
+    // read when it starts watching. Only a supervisor that is gone gets no request.
+    if (processStartTime(unit.pid) !== unit.hosted.start) return false;
     try {
+      mkdirSync(folder, { recursive: true });
       writeFileSync(join(folder, `${unit.id}.${unit.hosted.attempt}.${signal}.${randomBytes(8).toString('hex')}`), '', { flag: 'wx' });
       return true;
     } catch {
-      // No folder: the supervisor is gone.
       return false;
     }
   }

@@ -168,7 +168,7 @@ const MANIFEST_READ_LIMIT = 1024 * 1024;
 const DIRECTORY_READ_LIMIT = 1024 * 1024;
 
 function invalid(message: string): SnapshotError {
-  return new SnapshotError(EXIT.archive, message);
+  return new SnapshotError(message, EXIT.archive);
 }
 
 /** Read exactly `length` bytes at `position`, or fail as a truncated archive. */

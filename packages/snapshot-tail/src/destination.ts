@@ -60,7 +60,7 @@ export function planDestination(input: {
   if (input.output !== undefined) {
     const final = resolve(input.cwd, input.output);
     if (basename(final) !== rawBasename(pyStrip(input.output))) {
-      throw new SnapshotError(EXIT.usage, 'output name may not traverse');
+      throw new SnapshotError('output name may not traverse', EXIT.usage);
     }
     return { destDir: dirname(final), final };
   }
@@ -118,7 +118,7 @@ function statOrNull(path: string): Stats | null {
 function checkExistingDir(dir: string, stats: Stats, lever: DestinationLever): void {
   const euid = process.geteuid?.();
   const problem = broadModeProblem(dir, stats.mode, euid === undefined || stats.uid === euid, lever);
-  if (problem !== null) throw new SnapshotError(EXIT.publish, problem);
+  if (problem !== null) throw new SnapshotError(problem, EXIT.publish);
 }
 
 /**
@@ -142,12 +142,12 @@ export function ensureDestDir(dir: string, lever: DestinationLever = 'dest-optio
       checkExistingDir(dir, raced, lever);
       return { created: false };
     }
-    throw new SnapshotError(EXIT.publish, `cannot create ${dir}: ${osErrorText(error)}`);
+    throw new SnapshotError(`cannot create ${dir}: ${osErrorText(error)}`, EXIT.publish);
   }
   try {
     chmodSync(dir, 0o700);
   } catch (error) {
-    throw new SnapshotError(EXIT.publish, `cannot create ${dir}: ${osErrorText(error)}`);
+    throw new SnapshotError(`cannot create ${dir}: ${osErrorText(error)}`, EXIT.publish);
   }
   return { created: true };
 }

@@ -18,9 +18,10 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
  * `code`. It is kit's CliError, so any host that handles those handles it.
  */
 export class SnapshotError extends CliError {
+  /** (message, exit code), the order of every CliError subclass in the workspace. */
   constructor(
-    readonly code: ExitCode,
     message: string,
+    readonly code: ExitCode,
   ) {
     super(message, { exitCode: code });
     this.name = 'SnapshotError';

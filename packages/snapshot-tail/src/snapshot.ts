@@ -83,7 +83,7 @@ export function removeLiveTemporaryFiles(): void {
 /** `abspath(--unit)`, which must be a directory (a symlink to one is fine), else exit 2. */
 export function resolveUnitDir(unit: string, cwd: string): string {
   const dir = resolve(cwd, unit);
-  if (!isDirectory(dir)) throw new SnapshotError(EXIT.usage, `${dir} is not a directory`);
+  if (!isDirectory(dir)) throw new SnapshotError(`${dir} is not a directory`, EXIT.usage);
   return dir;
 }
 
@@ -95,7 +95,7 @@ async function createPrivateTemp(destDir: string, seams: SnapshotSeams): Promise
       return { path, handle };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST' && attempt < 10) continue;
-      throw new SnapshotError(EXIT.publish, `cannot create a temporary file in ${destDir}: ${osErrorText(error)}`);
+      throw new SnapshotError(`cannot create a temporary file in ${destDir}: ${osErrorText(error)}`, EXIT.publish);
     }
   }
 }
@@ -111,11 +111,11 @@ export function publishByLink(temp: string, final: string, link: SnapshotSeams['
     link(temp, final);
   } catch (error) {
     if (error instanceof DestinationExistsError) {
-      throw new SnapshotError(EXIT.collision, `${final} already exists; refusing to replace`);
+      throw new SnapshotError(`${final} already exists; refusing to replace`, EXIT.collision);
     }
     throw new SnapshotError(
-      EXIT.publish,
       `cannot publish by hard link (${pyExceptionName(error)}: ${osErrorText(error)}); not falling back to a replacing operation`,
+      EXIT.publish,
     );
   }
 }
@@ -151,7 +151,7 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
     try {
       await seams.chmodTemp(temp.handle, 0o600);
     } catch (error) {
-      throw new SnapshotError(EXIT.publish, `cannot make ${temp.path} private: ${osErrorText(error)}`);
+      throw new SnapshotError(`cannot make ${temp.path} private: ${osErrorText(error)}`, EXIT.publish);
     }
     let manifest: Manifest;
     hasher = createChunkHasher(tail.sizeAtOpen);
@@ -165,7 +165,7 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
       );
     } catch (error) {
       if (error instanceof SnapshotError) throw error;
-      throw new SnapshotError(EXIT.archive, `cannot build archive: ${osErrorText(error)}`);
+      throw new SnapshotError(`cannot build archive: ${osErrorText(error)}`, EXIT.archive);
     }
     await seams.validateArchive(temp.path, manifest as unknown as Record<string, unknown>, hasher);
     publishByLink(temp.path, plan.final, seams.link);

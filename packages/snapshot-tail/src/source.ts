@@ -37,11 +37,11 @@ export interface OpenTail {
 }
 
 function notRegular(path: string): SnapshotError {
-  return new SnapshotError(EXIT.source, `${path} is not a regular file; refusing to snapshot it`);
+  return new SnapshotError(`${path} is not a regular file; refusing to snapshot it`, EXIT.source);
 }
 
 function cannotOpen(path: string, error: unknown): SnapshotError {
-  return new SnapshotError(EXIT.source, `cannot open ${path}: ${osErrorText(error)}`);
+  return new SnapshotError(`cannot open ${path}: ${osErrorText(error)}`, EXIT.source);
 }
 
 /**
@@ -147,7 +147,7 @@ export async function copyBounded(
         const answer = io.read(tail.handle, buffer.subarray(filled, filled + want), position + filled);
         bytesRead = typeof answer === 'number' ? answer : await answer;
       } catch (error) {
-        throw new SnapshotError(EXIT.source, `cannot read ${tail.path}: ${osErrorText(error)}`);
+        throw new SnapshotError(`cannot read ${tail.path}: ${osErrorText(error)}`, EXIT.source);
       }
       if (bytesRead === 0) {
         eof = true;

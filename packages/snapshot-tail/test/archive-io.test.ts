@@ -92,7 +92,7 @@ describe('validating what other writers produce', () => {
     flipped[0] = flipped[0]! ^ 0xff;
     const given = { bytes_copied: data.length, sha256: sha256(flipped) };
     await expect(validateArchive(path, given)).rejects.toThrow(
-      new SnapshotError(EXIT.archive, "archive did not validate: Bad CRC-32 for file 'tail.bin'"),
+      new SnapshotError("archive did not validate: Bad CRC-32 for file 'tail.bin'", EXIT.archive),
     );
   });
 

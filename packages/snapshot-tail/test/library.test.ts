@@ -117,7 +117,7 @@ describe('destination decisions', () => {
   });
 
   it.for(['x/', 'a/.', 'a/..', '.', '..', ' x', 'x\t', 'd/x.zip\n'])('refuses the traversing --output %j', (output) => {
-    expect(() => plan(output)).toThrow(new SnapshotError(EXIT.usage, 'output name may not traverse'));
+    expect(() => plan(output)).toThrow(new SnapshotError('output name may not traverse', EXIT.usage));
   });
 
   it('puts a default-named archive in --dest, or in the default directory', () => {
@@ -419,7 +419,7 @@ describe('publication and cleanup', () => {
     await expectSnapshotError(
       snapshotTail(request(unit, { output }), {
         validateArchive: async () => {
-          throw new SnapshotError(EXIT.archive, 'tail.bin digest disagrees with manifest');
+          throw new SnapshotError('tail.bin digest disagrees with manifest', EXIT.archive);
         },
       }),
       EXIT.archive,

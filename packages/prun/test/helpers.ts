@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,7 +34,32 @@ export function sandbox(extra: NodeJS.ProcessEnv = {}): Sandbox {
     FAKE_AGY_RESPONSE: RESULT_TEXT,
     ...extra,
   };
-  return { root, env, logDir: join(root, 'agy-log'), cleanup: () => rmSync(root, { recursive: true, force: true }) };
+  const cleanup = (): void => {
+    // A test that kills a driver on purpose can leave its supervisor hosting a unit that waits on
+    // a gate nobody opens: end every process still working in this sandbox before removing it.
+    killProcessesUnder(root);
+    rmSync(root, { recursive: true, force: true });
+  };
+  return { root, env, logDir: join(root, 'agy-log'), cleanup };
+}
+
+/** SIGKILL every process whose working directory is `root` or below it (this sandbox's leftovers). */
+export function killProcessesUnder(root: string): void {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    let cwd: string;
+    try {
+      cwd = readlinkSync(`/proc/${entry}/cwd`);
+    } catch {
+      continue;
+    }
+    if (cwd !== root && !cwd.startsWith(`${root}/`)) continue;
+    try {
+      process.kill(Number(entry), 'SIGKILL');
+    } catch {
+      // Gone meanwhile.
+    }
+  }
 }
 
 export function prun(args: string[], options: Options & { env: NodeJS.ProcessEnv }): ResultPromise<Options> {

@@ -16,6 +16,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, rmSync, watch, writeFileSy
 import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { CliError, EXIT_INTERNAL, EXIT_OK, STOP_SIGNALS, type StopSignal } from '@prun/kit/cli';
+import { isValidUnitId } from '@prun/unit-state';
 import { processStartTime } from '../units.js';
 import { startDispatch, type HostedDispatch } from './host.js';
 import { lineSplitter, supervisorPaths, writeHostedRecord, type EndNotice, type StartRequest, type SupervisorPaths } from './records.js';
@@ -36,7 +37,7 @@ function isStartRequest(value: unknown): value is StartRequest {
     request !== null &&
     request.op === 'start' &&
     typeof request.id === 'string' &&
-    /^[A-Za-z0-9_.-]+$/.test(request.id) &&
+    isValidUnitId(request.id) &&
     Number.isInteger(request.attempt) &&
     Array.isArray(request.argv) &&
     typeof request.env === 'object' &&

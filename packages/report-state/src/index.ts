@@ -54,6 +54,7 @@ export {
 } from './report.js';
 export {
   type OutputChunk,
+  jsonDocument,
   renderJson,
   renderText,
   groupThousands,

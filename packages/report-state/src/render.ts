@@ -4,8 +4,8 @@ import { basename } from 'node:path';
 import { codePointLength, codePointSlice } from './names.js';
 import { SAFETY_LINES, SAFETY_SENTENCE, SCHEMA_VERSION, isPartial, type Report, type Summary, type UnitRecord } from './report.js';
 
-/** The JSON document (the contract): keys in schema order, ASCII only, one trailing newline. */
-export function renderJson(report: Report): string {
+/** The JSON document (the contract) as data: its keys in schema order. */
+export function jsonDocument(report: Report): Record<string, unknown> {
   const document: Record<string, unknown> = {
     schema_version: SCHEMA_VERSION,
     roots: report.roots,
@@ -15,12 +15,17 @@ export function renderJson(report: Report): string {
     safety: SAFETY_SENTENCE,
   };
   if (report.summary !== undefined) document.summary = report.summary;
+  return document;
+}
+
+/** The JSON document rendered: ASCII only, one trailing newline. */
+export function renderJson(report: Report): string {
   // The document holds only strings, safe integers, null and plain arrays and objects (built by
   // buildRecord and buildSummary), for which JSON.stringify lays out and escapes exactly as
   // Python's json.dumps(indent=2) does; what is left is ensure_ascii. This skips the per-value
   // check pyJsonDumps makes for arbitrary data (a replacer call per value, 10,000 units' worth),
   // and kit's toAsciiJson is the ensure_ascii step pyJsonDumps applies itself.
-  return `${toAsciiJson(JSON.stringify(document, null, 2))}\n`;
+  return `${toAsciiJson(JSON.stringify(jsonDocument(report), null, 2))}\n`;
 }
 
 const UNIT_WIDTH = 52;

@@ -41,6 +41,8 @@ function expectRefused(result: { exitCode?: number; stderr: unknown; stdout: unk
 
 const canUnshare = spawnSync('unshare', ['-m', 'true']).status === 0;
 const canSetpriv = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'true']).status === 0;
+// A checkout in a private folder (mktemp -d makes it 0700) cannot be read by nobody at all.
+const nobodyReads = canSetpriv && spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'test', '-r', prunBin]).status === 0;
 
 /** Run prun with `dir` bind-mounted read-only (a private mount namespace: nothing leaks out). */
 function prunWithReadOnly(readOnly: string, args: string[], cwd: string) {
@@ -123,7 +125,7 @@ describe('prun batch refuses before the first worker starts', () => {
     expect(listing(dir)).toEqual(['plan.json']);
   });
 
-  it.skipIf(!canSetpriv)('a parent directory another user owns (EACCES) is a usage error, never internal error', async () => {
+  it.skipIf(!nobodyReads)(`a parent directory another user owns (EACCES) is a usage error, never internal error${nobodyReads ? '' : canSetpriv ? ' (skipped: nobody cannot read this checkout)' : ' (skipped: setpriv cannot become nobody)'}`, async () => {
     const open = mkdtempSync(join(tmpdir(), 'prun-eacces-'));
     try {
       chmodSync(open, 0o755);

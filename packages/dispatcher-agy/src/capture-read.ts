@@ -10,9 +10,9 @@
  */
 import { closeSync, readSync } from 'node:fs';
 import { openRegularFile } from '@prun/kit/fs';
-import { PY_LINE_BREAK_CODE_POINTS, PY_WHITESPACE_CODE_POINTS } from '@prun/kit/py';
+import { PY_LINE_BREAK, PY_LINE_BREAK_CODE_POINTS, PY_WHITESPACE_CODE_POINTS } from '@prun/kit/py';
 import { publishAtomic, writeFallback, type FallbackCapture, type PublishOptions } from '@prun/unit-state';
-import { TAIL_ECHO_LINES, emptyReading, foldEventLine, lastLines, type StreamReading } from './decide.js';
+import { TAIL_ECHO_LINES, emptyReading, foldEventLine, type StreamReading } from './decide.js';
 import { universalNewlines } from './validate.js';
 
 /** The reused read buffer of one pass. */
@@ -191,6 +191,8 @@ function foldLines(fd: number, maxBytes: number, size: number): StreamReading {
 class Utf8CharSet {
   private readonly byFirst = new Map<number, Buffer[]>();
   private readonly byLast = new Map<number, Buffer[]>();
+  /** 1 for a byte that ends a character of the set: the cheap test before `endingAt`. */
+  readonly lastBytes = new Uint8Array(256);
 
   constructor(codePoints: readonly number[]) {
     for (const code of codePoints) {
@@ -200,6 +202,7 @@ class Utf8CharSet {
       };
       add(this.byFirst, bytes[0]!);
       add(this.byLast, bytes[bytes.length - 1]!);
+      this.lastBytes[bytes[bytes.length - 1]!] = 1;
     }
   }
 
@@ -250,30 +253,81 @@ class ByteWindow {
   }
 }
 
+/**
+ * Bytes [start, end) of a file decoded as UTF-8 in pieces, as one decode of the whole range
+ * would give them: each piece is cut before an unfinished sequence (`start` must be where a
+ * character starts), and a CR that ends a piece is held for the next, so a CRLF is never split
+ * between two pieces.
+ */
+function decodeRange(fd: number, start: number, end: number, size: number, emit: (text: string) => void): void {
+  const buffer = Buffer.allocUnsafe(size);
+  let position = start;
+  let carried = 0;
+  let pendingCr = false;
+  while (position < end) {
+    const want = Math.min(buffer.length - carried, end - position);
+    readFully(fd, buffer, carried, want, position);
+    position += want;
+    const length = carried + want;
+    const last = position === end;
+    const cut = last ? length : cutBeforeUnfinished(buffer, length);
+    let text = buffer.toString('utf8', 0, cut);
+    buffer.copy(buffer, 0, cut, length);
+    carried = length - cut;
+    if (pendingCr) text = `\r${text}`;
+    pendingCr = !last && text.endsWith('\r');
+    if (pendingCr) text = text.slice(0, -1);
+    if (text !== '') emit(text);
+  }
+}
+
+/**
+ * Where to cut `length` decoded bytes so no UTF-8 sequence is split: before a sequence start
+ * among the last three bytes, else at the end (a start four or more bytes back is complete, or
+ * its extra bytes decode alone either way).
+ */
+function cutBeforeUnfinished(buffer: Buffer, length: number): number {
+  for (let at = length - 1; at >= Math.max(0, length - 3); at -= 1) {
+    const byte = buffer[at]!;
+    if (byte < 0x80) return length;
+    if (byte >= 0xc0) return at;
+  }
+  return length;
+}
+
 // --- the tail echo ----------------------------------------------------------------------------------
 
 /**
- * decide.ts's `lastLines` of the capture's first `maxBytes` (Python's `str.splitlines()`, the last
- * `count`), read from the file's end: the line breaks are counted backward from there, and only
- * the lines echoed are read and decoded. Memory: the buffer plus those lines. An unreadable
- * capture echoes nothing, as an empty text does.
+ * The tail echo of a capture, streamed: `write` gets, in pieces, exactly the text of decide.ts's
+ * `lastLines` of the capture's first `maxBytes` (Python's `str.splitlines()`, the last `count`),
+ * each line followed by `\n`. The line breaks are counted backward from the file's end, and
+ * only the echoed range is read, through one buffer, so even a last line of hundreds of MiB
+ * costs no more than the buffer. An unreadable capture echoes nothing, as an empty text does
+ * (a read that fails half-way ends the echo there).
  */
-export function lastLinesOfFile(path: string, options: CaptureReadOptions, count: number = TAIL_ECHO_LINES): string[] {
+export function echoLastLines(path: string, options: CaptureReadOptions, write: (text: string) => void, count: number = TAIL_ECHO_LINES): void {
   const file = openRegularFile(path);
-  if (!file.ok) return [];
+  if (!file.ok) return;
   try {
     const end = Math.min(file.size, options.maxBytes);
-    const start = startOfLastLines(new ByteWindow(file.fd, bufferSize(options), end, true), end, count);
-    const text = Buffer.allocUnsafe(end - start);
-    readFully(file.fd, text, 0, text.length, start);
-    return lastLines(text.toString('utf8'), count);
+    const size = bufferSize(options);
+    const start = startOfLastLines(new ByteWindow(file.fd, size, end, true), end, count);
+    let endsWithBreak = true;
+    decodeRange(file.fd, start, end, size, (text) => {
+      write(text.replace(PY_LINE_BREAKS, '\n'));
+      endsWithBreak = PY_LINE_BREAK_AT_END.test(text);
+    });
+    // str.splitlines() drops a final line break and the echo ends every line with one.
+    if (!endsWithBreak) write('\n');
   } catch (error) {
-    if (error instanceof CaptureReadError) return [];
-    throw error;
+    if (!(error instanceof CaptureReadError)) throw error;
   } finally {
     closeSync(file.fd);
   }
 }
+
+const PY_LINE_BREAKS = new RegExp(PY_LINE_BREAK.source, 'g');
+const PY_LINE_BREAK_AT_END = new RegExp(`(?:${PY_LINE_BREAK.source})$`);
 
 /** The length of the line break that ends just before `pos` (`\r\n` is one), else 0. */
 function lineBreakBefore(window: ByteWindow, pos: number): number {
@@ -287,7 +341,8 @@ function startOfLastLines(window: ByteWindow, end: number, count: number): numbe
   let pos = end - lineBreakBefore(window, end);
   let found = 0;
   while (pos > 0) {
-    const length = lineBreakBefore(window, pos);
+    // Most bytes end no line break: one table look-up tells.
+    const length = PY_LINE_BREAK_CHARS.lastBytes[window.at(pos - 1)] === 1 ? lineBreakBefore(window, pos) : 0;
     if (length === 0) {
       pos -= 1;
       continue;
@@ -349,27 +404,8 @@ class StreamedCapture implements FallbackCapture {
 
   writeTo(write: (piece: string) => void): void {
     if (this.empty) return;
-    const fd = this.fd!;
-    const buffer = Buffer.allocUnsafe(bufferSize(this.options));
-    let position = this.start;
-    let carried = 0;
-    let pendingCr = false;
     try {
-      while (position < this.end) {
-        const want = Math.min(buffer.length - carried, this.end - position);
-        readFully(fd, buffer, carried, want, position);
-        position += want;
-        const length = carried + want;
-        const last = position === this.end;
-        const cut = last ? length : cutBeforeUnfinished(buffer, length);
-        let text = buffer.toString('utf8', 0, cut);
-        buffer.copy(buffer, 0, cut, length);
-        carried = length - cut;
-        if (pendingCr) text = `\r${text}`;
-        pendingCr = !last && text.endsWith('\r');
-        if (pendingCr) text = text.slice(0, -1);
-        write(universalNewlines(text));
-      }
+      decodeRange(this.fd!, this.start, this.end, bufferSize(this.options), (text) => write(universalNewlines(text)));
     } catch (error) {
       if (error instanceof CaptureReadError) this.failed = true;
       throw error;
@@ -379,20 +415,6 @@ class StreamedCapture implements FallbackCapture {
   close(): void {
     if (this.fd !== null) closeSync(this.fd);
   }
-}
-
-/**
- * Where to cut `length` decoded bytes so no UTF-8 sequence is split: before a sequence start
- * among the last three bytes, else at the end (a start four or more bytes back is complete, or
- * its extra bytes decode alone either way).
- */
-function cutBeforeUnfinished(buffer: Buffer, length: number): number {
-  for (let at = length - 1; at >= Math.max(0, length - 3); at -= 1) {
-    const byte = buffer[at]!;
-    if (byte < 0x80) return length;
-    if (byte >= 0xc0) return at;
-  }
-  return length;
 }
 
 export interface CaptureFallback {

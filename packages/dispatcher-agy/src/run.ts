@@ -54,7 +54,7 @@ import { cachedLaunchPlan, isolationRecord, type LaunchPlan } from './isolation.
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
 import { MESSAGE_PREFIX, PUBLISH_TAG, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
-import { lastLinesOfFile, publishCaptureFallback, readEventStreamFile } from './capture-read.js';
+import { echoLastLines, publishCaptureFallback, readEventStreamFile } from './capture-read.js';
 import { WorkerProcess, type WorkerExit } from './worker.js';
 import { toStopSource, type StopRequest, type UnitStopSource } from './stop.js';
 
@@ -685,7 +685,7 @@ async function publish(run: Dispatch, end: WorkerEnd): Promise<number> {
     run.say(reason);
     if (!published) code = 70;
   }
-  for (const line of lastLinesOfFile(run.statePath(STATE_FILES.tail), run.captureRead)) run.io.stderr(`${line}\n`);
-  for (const line of lastLinesOfFile(run.statePath(STATE_FILES.tailStderr), run.captureRead)) run.io.stderr(`${line}\n`);
+  echoLastLines(run.statePath(STATE_FILES.tail), run.captureRead, run.io.stderr);
+  echoLastLines(run.statePath(STATE_FILES.tailStderr), run.captureRead, run.io.stderr);
   return code;
 }

@@ -12,7 +12,7 @@ import fc from 'fast-check';
 import { readHead } from '@prun/kit/fs';
 import { renderFallback } from '@prun/unit-state';
 import { afterAll, describe, expect, test } from 'vitest';
-import { lastLinesOfFile, publishCaptureFallback, readEventStreamFile } from '../src/capture-read.js';
+import { echoLastLines, publishCaptureFallback, readEventStreamFile } from '../src/capture-read.js';
 import { lastLines, readEventStream } from '../src/decide.js';
 import { universalNewlines } from '../src/validate.js';
 
@@ -79,6 +79,9 @@ function file(bytes: Buffer): string {
   return path;
 }
 
+/** The tail echo as the dispatcher wrote it line by line. */
+const echoOf = (lines: string[]): string => lines.map((line) => `${line}\n`).join('');
+
 /** What the dispatcher read before: the first maxBytes as text (readHead), '' when unreadable. */
 function asText(path: string, maxBytes: number): string {
   const read = readHead(path, { maxBytes });
@@ -97,12 +100,14 @@ describe(`capture-read against the whole-text functions (seed ${seed})`, () => {
     );
   });
 
-  test('lastLinesOfFile is lastLines of the text', () => {
+  test('echoLastLines writes lastLines of the text, each line and its newline', () => {
     fc.assert(
       fc.property(capture, bufferBytes, fc.nat({ max: 8 }), fc.integer({ min: 1, max: 6 }), (bytes, size, cut, lines) => {
         const path = file(bytes);
         const maxBytes = cut === 0 ? 256 : Math.max(0, bytes.length - cut);
-        expect(lastLinesOfFile(path, { maxBytes, bufferBytes: size }, lines)).toEqual(lastLines(asText(path, maxBytes), lines));
+        const pieces: string[] = [];
+        echoLastLines(path, { maxBytes, bufferBytes: size }, (text) => pieces.push(text), lines);
+        expect(pieces.join('')).toBe(echoOf(lastLines(asText(path, maxBytes), lines)));
       }),
       { seed, numRuns: 600 },
     );
@@ -110,7 +115,8 @@ describe(`capture-read against the whole-text functions (seed ${seed})`, () => {
 
   test('publishCaptureFallback writes renderFallback of the two texts, byte for byte, and leaves no temp file', () => {
     fc.assert(
-      fc.property(capture, capture, bufferBytes, fc.nat({ max: 8 }), (out, err, size, cut) => {
+      // Small buffers only: each capture's range starts after its stripped whitespace, so cuts land anywhere.
+      fc.property(capture, capture, fc.constantFrom(16, 17, 19, 23), fc.nat({ max: 8 }), (out, err, size, cut) => {
         const stdoutPath = file(out);
         const stderrPath = file(err);
         const maxBytes = cut === 0 ? 256 : Math.max(0, Math.max(out.length, err.length) - cut);
@@ -131,10 +137,32 @@ describe(`capture-read against the whole-text functions (seed ${seed})`, () => {
     );
   });
 
+  test('a CRLF, a UTF-8 sequence and an event cut exactly at every buffer boundary', () => {
+    const init = '{"event": "init", "conversation_id": "conv-cut"}';
+    for (let offset = 0; offset < 40; offset += 1) {
+      const bytes = Buffer.from(`${'x'.repeat(offset)}\r\n\u2028${init}\r\n\u00e9\u{1f600}\r\r\n z\r\n`, 'utf8');
+      const path = file(bytes);
+      for (const size of [16, 17, 18, 19]) {
+        const options = { maxBytes: 1024, bufferBytes: size };
+        expect(readEventStreamFile(path, options)).toEqual(readEventStream(asText(path, 1024)));
+        const pieces: string[] = [];
+        echoLastLines(path, options, (text) => pieces.push(text), 80);
+        expect(pieces.join('')).toBe(echoOf(lastLines(asText(path, 1024), 80)));
+        const result = join(dir, `cut-${count}-${size}`, 'unit.md');
+        publishCaptureFallback(result, { unitId: 'unit_a', reason: 'r', stdoutPath: path, stderrPath: path }, options, {});
+        const text = universalNewlines(asText(path, 1024));
+        expect(readFileSync(result, 'utf8')).toBe(renderFallback({ unitId: 'unit_a', reason: 'r', stdout: text, stderr: text }));
+      }
+    }
+  });
+
   test('an absent capture and a directory in its place read as empty', () => {
     const missing = join(dir, 'missing');
     expect(readEventStreamFile(missing, { maxBytes: 256 })).toEqual(readEventStream(''));
-    expect(lastLinesOfFile(dir, { maxBytes: 256 })).toEqual([]);
+    const echoed: string[] = [];
+    echoLastLines(dir, { maxBytes: 256 }, (text) => echoed.push(text));
+    echoLastLines(missing, { maxBytes: 256 }, (text) => echoed.push(text));
+    expect(echoed).toEqual([]);
     const result = join(dir, 'empty-result', 'unit.md');
     publishCaptureFallback(result, { unitId: 'u1', reason: 'r', stdoutPath: missing, stderrPath: dir }, { maxBytes: 256 }, {});
     expect(readFileSync(result, 'utf8')).toBe(renderFallback({ unitId: 'u1', reason: 'r' }));

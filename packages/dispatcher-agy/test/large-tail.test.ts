@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { renderFallback } from '@prun/unit-state';
 import { afterAll, describe, expect, test } from 'vitest';
 import { CAPTURE_BUFFER_BYTES } from '../src/capture-read.js';
@@ -75,10 +76,10 @@ function sha256OfFile(path: string): string {
   return hash.digest('hex');
 }
 
-/** The FALLBACK a whole-text rendering gives for `stdout` (a text without Python whitespace at its ends) and an empty stderr. */
-function fallbackAround(reason: string, stdoutDigest: (hash: ReturnType<typeof createHash>) => void): string {
+/** The digest of the FALLBACK a whole-text rendering gives for `stdout` (a text without Python whitespace at its ends) and an empty stderr. */
+function fallbackAround(reason: string, stdoutDigest: (hash: ReturnType<typeof createHash>) => void, unitId = 'unit_a'): string {
   const marker = 'S';
-  const [head, tail] = renderFallback({ unitId: 'unit_a', reason, stdout: marker }).split(`\n${marker}\n`) as [string, string];
+  const [head, tail] = renderFallback({ unitId, reason, stdout: marker }).split(`\n${marker}\n`) as [string, string];
   const hash = createHash('sha256');
   hash.update(`${head}\n`);
   stdoutDigest(hash);
@@ -86,26 +87,35 @@ function fallbackAround(reason: string, stdoutDigest: (hash: ReturnType<typeof c
   return hash.digest('hex');
 }
 
+/** An event stream of about `bytes` bytes: an init event, step_update events, an ERROR result. */
+function largeStream(path: string, bytes: number, conversationId: string): number {
+  const fd = openSync(path, 'w');
+  writeSync(fd, `${pyEvent({ event: 'init', model: 'gemini-3.8-flash-high', conversation_id: conversationId })}\n`);
+  let written = 0;
+  let index = 0;
+  while (written < bytes) {
+    const lines: string[] = [];
+    for (let k = 0; k < 10_000; k += 1) lines.push(stepLine((index += 1)));
+    const text = `${lines.join('\n')}\n`;
+    writeSync(fd, text);
+    written += text.length;
+  }
+  writeSync(fd, `${pyEvent({ event: 'result', result: { status: 'ERROR', error: 'backend overloaded', response: 'partial' } })}\n`);
+  closeSync(fd);
+  return statSync(path).size;
+}
+
+const HOST_UNITS = fileURLToPath(new URL('./fixtures/host-units.mjs', import.meta.url));
+/** The bound on the peak RSS of one process hosting four units whose 30 MB tails end at once. */
+const HOSTED_PEAK_RSS_BOUND_MIB = 180;
+
 describe('the end of a unit with a large tail', () => {
   test.skipIf(!haveTime)(
     `a 200 MB tail ending in failure: the whole-text FALLBACK bytes, the last lines echoed, peak RSS under ${PEAK_RSS_BOUND_MIB} MiB${haveTime ? '' : ' (skipped: /usr/bin/time is missing; tools/debian-packages.txt lists time)'}`,
     async () => {
       const root = pool.root();
       const events = join(root.dir, 'events.jsonl');
-      const fd = openSync(events, 'w');
-      writeSync(fd, `${pyEvent({ event: 'init', model: 'gemini-3.8-flash-high', conversation_id: 'conv-large' })}\n`);
-      let written = 0;
-      let index = 0;
-      while (written < LARGE_TAIL_BYTES) {
-        const lines: string[] = [];
-        for (let k = 0; k < 10_000; k += 1) lines.push(stepLine((index += 1)));
-        const text = `${lines.join('\n')}\n`;
-        writeSync(fd, text);
-        written += text.length;
-      }
-      writeSync(fd, `${pyEvent({ event: 'result', result: { status: 'ERROR', error: 'backend overloaded', response: 'partial' } })}\n`);
-      closeSync(fd);
-      const size = statSync(events).size;
+      const size = largeStream(events, LARGE_TAIL_BYTES, 'conv-large');
 
       const run = await runTimed(root, { FAKE_AGY_EVENTS_FILE: events });
       expect(run.code).toBe(70);
@@ -120,6 +130,34 @@ describe('the end of a unit with a large tail', () => {
       const lastBytes = readRange(events, size - 64 * 1024, size).toString('utf8');
       expect(run.stderr).toContain(`dispatch-task-agy: ${reason}\n${lastLines(lastBytes).join('\n')}\n`);
       expect(run.maxRssKib / 1024).toBeLessThan(PEAK_RSS_BOUND_MIB);
+    },
+    180_000,
+  );
+
+  test.skipIf(!haveTime)(
+    `four units hosted in one process (runUnit, as a batch's supervisor runs them), 30 MB tails each: the same FALLBACKs, peak RSS under ${HOSTED_PEAK_RSS_BOUND_MIB} MiB${haveTime ? '' : ' (skipped: /usr/bin/time is missing)'}`,
+    async () => {
+      const root = pool.root();
+      const events = join(root.dir, 'events.jsonl');
+      const size = largeStream(events, 30 * 1024 * 1024, 'conv-hosted');
+      const rssFile = join(root.dir, 'maxrss');
+      const env = { ...root.baseEnv(), ANTIGRAVITY_PREFLIGHT: 'off', FAKE_AGY_EVENTS_FILE: events };
+      const output = await new Promise<string>((resolve, reject) => {
+        const child = spawn(TIME, ['-f', '%M', '-o', rssFile, process.execPath, HOST_UNITS, root.dir, '4'], { cwd: root.dir, env, stdio: ['ignore', 'pipe', 'inherit'] });
+        const out: Buffer[] = [];
+        child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+        child.on('error', reject);
+        child.on('close', (code) => (code === 0 ? resolve(Buffer.concat(out).toString('utf8')) : reject(new Error(`host exited ${code}`))));
+      });
+      const reason = 'Agy reported status ERROR: backend overloaded';
+      const echoBytes = Buffer.byteLength(`dispatch-task-agy: ${reason}\n`) + lastLines(readRange(events, size - 64 * 1024, size).toString('utf8')).join('\n').length + 1;
+      expect(output.trim().split(' ')).toEqual(['70', '70', '70', '70'].map((code) => `${code}:${echoBytes}`));
+      for (let index = 0; index < 4; index += 1) {
+        const result = join(root.dir, `u${index}`, 'unit-result.md');
+        expect(sha256OfFile(result)).toBe(fallbackAround(reason, (hash) => hashRange(hash, events, 0, size - 1), `u${index}`));
+      }
+      const peakMib = Number(readFileSync(rssFile, 'utf8').trim().split('\n').pop()) / 1024;
+      expect(peakMib).toBeLessThan(HOSTED_PEAK_RSS_BOUND_MIB);
     },
     180_000,
   );

@@ -21,6 +21,9 @@
 //                Node starts neither its ES module loader nor the thread pool that loader reads
 //                files through, which is most of what a short-lived bin spends over `node -e ''`.
 //                The entry must not await at its top level (CommonJS has no top-level await).
+// --edge         (with --cjs) kit's runBin and the command stay two chunks, as without --cjs:
+//                dist/bundle-edge-*.cjs (all that --version loads) and dist/bundle-command-*.cjs,
+//                which the entry requires only when its dynamic import of the command runs.
 //
 // Output, all in dist/ so that `new URL('../package.json', import.meta.url)` still names the
 // package's manifest:
@@ -69,7 +72,7 @@ export function chunkGroups({ entries, lazy, eager = [] }) {
   ];
 }
 
-export async function bundleBins({ packageDir, entries, lazy = [], eager = [], cjs = false }) {
+export async function bundleBins({ packageDir, entries, lazy = [], eager = [], cjs = false, edge = false }) {
   const { rolldown } = await import('rolldown');
   const dist = `${resolve(packageDir, 'dist')}${sep}`;
   if (cjs) {
@@ -77,7 +80,7 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
     // file (it does not await at its top level, so its own dynamic import of the command is fine).
     for (const name of entries) {
       const entry = `${dist}${name}.js`;
-      const groups = chunkGroups({ entries: [], lazy, eager }).filter((group) => group.name === 'command');
+      const groups = chunkGroups({ entries: edge ? [entry] : [], lazy, eager }).filter((group) => edge || group.name === 'command');
       const bundle = await rolldown({ input: { [name]: entry }, platform: 'node', external: [/^node:/u], preserveEntrySignatures: 'allow-extension', logLevel: 'warn' });
       try {
         const { output } = await bundle.write({
@@ -132,7 +135,12 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
  */
 export function eagerLoadProblem(output) {
   const chunks = output.filter((item) => item.type === 'chunk');
-  const eager = new Set(chunks.filter((chunk) => chunk.isEntry || chunk.name === 'edge' || chunk.name === 'command').map((chunk) => chunk.fileName));
+  // rolldown's own runtime helpers (about 2 kB) get a chunk of their own when an entry and its lazy
+  // chunks share them (a CommonJS bundle with two --lazy modules): loading that at start is fine.
+  const runtimeOnly = (chunk) => chunk.moduleIds.length > 0 && chunk.moduleIds.every((id) => id === '\0rolldown/runtime.js');
+  const eager = new Set(
+    chunks.filter((chunk) => chunk.isEntry || chunk.name === 'edge' || chunk.name === 'command' || runtimeOnly(chunk)).map((chunk) => chunk.fileName),
+  );
   for (const chunk of chunks) {
     if (!eager.has(chunk.fileName)) continue;
     const lazyOnes = chunk.imports.filter((file) => !eager.has(file) && chunks.some((other) => other.fileName === file));
@@ -149,15 +157,15 @@ export function eagerLoadProblem(output) {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const { values, positionals } = parseArgs({
-    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true }, eager: { type: 'string', multiple: true }, cjs: { type: 'boolean' } },
+    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true }, eager: { type: 'string', multiple: true }, cjs: { type: 'boolean' }, edge: { type: 'boolean' } },
     allowPositionals: true,
   });
   if (!values.entry?.length || positionals.length > 1) {
-    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ...] [--eager PATH ...] [--cjs]\n');
+    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ...] [--eager PATH ...] [--cjs [--edge]]\n');
     process.exit(2);
   }
   try {
-    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [], eager: values.eager ?? [], cjs: values.cjs ?? false });
+    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [], eager: values.eager ?? [], cjs: values.cjs ?? false, edge: values.edge ?? false });
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(1);

@@ -34,6 +34,8 @@ export {
   MANIFEST_NOTE,
   TAIL_MEMBER,
   type Manifest,
+  type ReadBack,
+  TrailingReader,
   buildManifest,
   isoSeconds,
   jsonEqual,

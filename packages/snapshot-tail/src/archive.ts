@@ -212,7 +212,15 @@ function readExactlySync(fd: number, target: Buffer, position: number): void {
  * from offset `start` of the archive file, their SHA-256 and CRC-32; or the failure that stopped
  * it (reported by the validation where it reads `tail.bin`, as a failed read after close would be).
  */
-export type ReadBack = { start: number; length: number; sha256: string; crc32: number } | { failure: unknown };
+export type ReadBack = ReadBackRegion | { failure: unknown };
+
+/** The region of the archive file a `TrailingReader` read back in full. */
+export interface ReadBackRegion {
+  start: number;
+  length: number;
+  sha256: string;
+  crc32: number;
+}
 
 /**
  * The validation's read of `tail.bin`, moved forward so it overlaps the copy: a second reader
@@ -319,7 +327,7 @@ async function digestRange(handle: FileHandle, start: number, length: number, ha
 }
 
 /** The read-back, provided it covered exactly `tail.bin`'s data in the closed archive; else why not. */
-function readBackRegion(readBack: ReadBack, start: number, length: number): Exclude<ReadBack, { failure: unknown }> {
+function readBackRegion(readBack: ReadBack, start: number, length: number): ReadBackRegion {
   if ('failure' in readBack) throw readBack.failure;
   if (readBack.start !== start || readBack.length !== length) {
     throw new ZipFormatError(

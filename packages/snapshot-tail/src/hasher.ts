@@ -310,11 +310,14 @@ class ThreadHasher implements ChunkHasher {
 
 /**
  * Slots of a stream after the first: it trails the first (the snapshot's read-back of what the
- * copy just wrote), so two half-size slots keep it one piece ahead of its hash; four more MiB
- * would be four more MiB of peak memory.
+ * copy just wrote), each of its pieces queued behind the first stream's piece of the same bytes.
+ * The hash takes requests in order, so the copy can run ahead of the hash by no more than the
+ * trailing stream's slots hold: two half-size slots, and then two slots for the first stream
+ * (more would only cost peak memory: 3 MiB in all, one less than a single stream's four).
  */
 export const TRAILING_SLOT_BYTES = 512 * 1024;
 const TRAILING_SLOT_COUNT = 2;
+const LEADING_SLOT_COUNT = 2;
 
 /**
  * A hasher for `streams` (default 1) streams of about `expectedBytes` each: threaded when that is
@@ -332,5 +335,6 @@ export function createChunkHasher(expectedBytes: number, streams = 1): ChunkHash
     return new InlineHasher([first, ...Array.from({ length: streams - 1 }, () => trailing)]);
   }
   const trailing = { slotBytes: TRAILING_SLOT_BYTES, count: TRAILING_SLOT_COUNT };
-  return new ThreadHasher([{ slotBytes: SLOT_BYTES, count: SLOT_COUNT }, ...Array.from({ length: streams - 1 }, () => trailing)]);
+  const first = { slotBytes: SLOT_BYTES, count: streams === 1 ? SLOT_COUNT : LEADING_SLOT_COUNT };
+  return new ThreadHasher([first, ...Array.from({ length: streams - 1 }, () => trailing)]);
 }

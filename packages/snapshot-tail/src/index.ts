@@ -35,6 +35,7 @@ export {
   TAIL_MEMBER,
   type Manifest,
   type ReadBack,
+  type ReadBackRegion,
   TrailingReader,
   buildManifest,
   isoSeconds,

@@ -89,6 +89,23 @@ function patterned(size: number): Buffer {
   return bytes;
 }
 
+/** The real source, which runs `change` (on the tail) once its first read has returned. */
+function afterFirstRead(change: () => void): { source: SourceIo; happened: () => boolean } {
+  let done = false;
+  const source: SourceIo = {
+    ...defaultSourceIo,
+    read: (handle, buffer, position) => {
+      const bytesRead = defaultSourceIo.read(handle, buffer, position);
+      if (!done) {
+        done = true;
+        change();
+      }
+      return bytesRead;
+    },
+  };
+  return { source, happened: () => done };
+}
+
 async function expectRefusal(promise: Promise<unknown>, message: string): Promise<void> {
   const error = await promise.then(
     () => new Error('expected a SnapshotError'),
@@ -148,21 +165,10 @@ describe.skipIf(!HAVE_PROC_FD)('the read-back during the copy (needs /proc/self/
     const unit = makeUnit(root, 'grows', original);
     const dest = join(root, 'd');
     fault.destDir = dest;
-    let grown = false;
-    const source: SourceIo = {
-      ...defaultSourceIo,
-      read: (handle, buffer, position) => {
-        const bytesRead = defaultSourceIo.read(handle, buffer, position);
-        if (!grown) {
-          grown = true;
-          appendFileSync(tailPath(unit), Buffer.alloc(2 * SLOT_BYTES, 0xee));
-        }
-        return bytesRead;
-      },
-    };
+    const { source, happened } = afterFirstRead(() => appendFileSync(tailPath(unit), Buffer.alloc(2 * SLOT_BYTES, 0xee)));
     const output = join(dest, 'g.zip');
     const outcome = await snapshotTail({ unit, output, env: {}, cwd: root }, { source });
-    expect(grown).toBe(true);
+    expect(happened()).toBe(true);
     expect(fault.readBack).toBe(original.length);
     expect(outcome.manifest).toMatchObject({ bytes_copied: original.length, source_size_at_open: original.length, sha256: sha256(original) });
     expect((await readArchive(output)).members.get('tail.bin')!.equals(original)).toBe(true);
@@ -173,20 +179,10 @@ describe.skipIf(!HAVE_PROC_FD)('the read-back during the copy (needs /proc/self/
     const unit = makeUnit(root, 'shrinks', original);
     const dest = join(root, 'd');
     fault.destDir = dest;
-    let cut = false;
-    const source: SourceIo = {
-      ...defaultSourceIo,
-      read: (handle, buffer, position) => {
-        const bytesRead = defaultSourceIo.read(handle, buffer, position);
-        if (!cut) {
-          cut = true;
-          truncateSync(tailPath(unit), SLOT_BYTES + 10);
-        }
-        return bytesRead;
-      },
-    };
+    const { source, happened } = afterFirstRead(() => truncateSync(tailPath(unit), SLOT_BYTES + 10));
     const output = join(dest, 's.zip');
     const outcome = await snapshotTail({ unit, output, env: {}, cwd: root }, { source });
+    expect(happened()).toBe(true);
     const copied = original.subarray(0, SLOT_BYTES + 10);
     expect(fault.readBack).toBe(copied.length);
     expect(outcome.manifest).toMatchObject({ bytes_copied: copied.length, capture_outcome: 'short_read', sha256: sha256(copied) });

@@ -41,6 +41,7 @@ export interface SnapshotSeams {
   randomHex(bytes: number): string;
   createTemp(dir: string, name: string): Promise<FileHandle>;
   chmodTemp(handle: FileHandle, mode: number): Promise<void>;
+  /** A replacement must feed `readBack` as `writeArchive` does (`begin`, then `follow` each piece), or the validation refuses the archive. */
   writeArchive(
     out: FileHandle,
     tail: OpenTail,
@@ -49,6 +50,7 @@ export interface SnapshotSeams {
     hasher: ChunkHasher,
     readBack: TrailingReader,
   ): Promise<Manifest>;
+  /** `readBack` is what the trailing reader read of `tail.bin` while the archive was written. */
   validateArchive(path: string, expected: Record<string, unknown>, hasher: ChunkHasher, readBack: ReadBack): Promise<void>;
   link(temp: string, final: string): void;
   unlink(path: string): void;
@@ -123,8 +125,9 @@ export function publishByLink(temp: string, final: string, link: SnapshotSeams['
 
 /**
  * Snapshot one unit's tail: check the unit, plan and secure the destination, open the tail,
- * stream at most its size-at-open into a private temporary ZIP, validate it, publish it by hard
- * link. Failures are SnapshotErrors with their documented exit code. Whatever fails, the
+ * stream at most its size-at-open into a private temporary ZIP while a second reader reads each
+ * piece of tail.bin back from that file, validate the closed archive (against the region read
+ * back), publish it by hard link. Failures are SnapshotErrors with their documented exit code. Whatever fails, the
  * temporary file is removed and nothing but a validated archive ever appears at the final name.
  */
 export async function snapshotTail(request: SnapshotRequest, overrides: Partial<SnapshotSeams> = {}): Promise<SnapshotOutcome> {

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EntryRead } from '@prun/unit-state';
+import { printable } from '@prun/kit/cli';
 import { pyJsonDumps } from '@prun/kit/py';
 import {
   LEGAL_RESULT_PAIRS,
@@ -239,6 +240,48 @@ describe('text formatting', () => {
       'prun-task-this-is-a-very-long-unit-name-that-exceeds unknown   unreadable              ?  -',
     );
     expect(out[4]).toBe('    error [result-entry]: NotARegularFile');
+  });
+});
+
+describe('text table lines', () => {
+  // The rule, written out the slow way: the base name escaped by printable(), cut to 52 code
+  // points and padded to them, then the padded result and path words and the grouped bytes.
+  const expectedLine = (r: UnitRecord): string => {
+    const name = [...printable(r.unit.slice(r.unit.lastIndexOf('/') + 1))].slice(0, 52);
+    const bytes = r.tail_bytes === null ? '?' : r.tail_bytes.toLocaleString('en-US');
+    return `${name.join('')}${' '.repeat(52 - name.length)} ${r.result.padEnd(9)} ${r.result_path_state.padEnd(13)} ${bytes.padStart(11)}`;
+  };
+  const tableLines = (records: UnitRecord[]): string[] =>
+    renderText(
+      buildReport({ roots: ['/r'], discoveryErrors: [], records, display: { minTailBytes: 0, sort: 'path' }, withSummary: false, includeLegacyPid: false }),
+      'bin',
+    )[0]!.text.split('\n').slice(2, -1);
+
+  it('measures, cuts and pads names by code point, escaped first, ASCII or not', () => {
+    const names = [
+      'prun-task-a',
+      `prun-task-${'x'.repeat(41)}`, // 51 characters
+      `prun-task-${'x'.repeat(42)}`, // exactly the column
+      `prun-task-${'x'.repeat(60)}`,
+      `prun-task-${'é'.repeat(50)}`,
+      `prun-task-${'😀'.repeat(45)}`,
+      'prun-task-tab\there\\and-backslash',
+      `prun-task-${'\u0001'.repeat(20)}`,
+      'prun-task-\u2028line',
+      'prun-task-\udcffbyte',
+    ];
+    const records = names.map((name, i) => record({ unit: `/r/${name}`, tail_bytes: i * 999_999 }));
+    // Order is the sort's business (tested above): the lines are compared as a set.
+    expect(tableLines(records).sort()).toEqual(records.map(expectedLine).sort());
+  });
+
+  it('matches the rule for any name and tail size', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 80 }), fc.option(fc.integer({ min: 0, max: 2 ** 53 - 1 })), (name, bytes) => {
+        const r = record({ unit: `/r/prun-task-${name.replaceAll('/', '_')}`, tail_bytes: bytes });
+        expect(tableLines([r])).toEqual([expectedLine(r)]);
+      }),
+    );
   });
 });
 

@@ -95,10 +95,11 @@ const PATH_COLUMN: Readonly<Record<string, string>> = Object.fromEntries(
 
 /** One unit's table line and its error lines, each ending in a newline. */
 function recordText(record: UnitRecord, includeLegacyPid: boolean): string {
+  // ASCII (digits and commas, or `?`): its length is its width.
   const bytes = record.tail_bytes === null ? '?' : groupThousands(record.tail_bytes);
   let text =
     `${nameColumn(record.unit)} ${RESULT_COLUMN[record.result] ?? padEnd(record.result, RESULT_WIDTH)} ` +
-    `${PATH_COLUMN[record.result_path_state] ?? padEnd(record.result_path_state, PATH_WIDTH)} ${padStart(bytes, BYTES_WIDTH)}`;
+    `${PATH_COLUMN[record.result_path_state] ?? padEnd(record.result_path_state, PATH_WIDTH)} ${bytes.length >= BYTES_WIDTH ? bytes : ' '.repeat(BYTES_WIDTH - bytes.length) + bytes}`;
   if (includeLegacyPid) text += `  ${record.legacy_pid_unverified || '-'}`;
   text += '\n';
   for (const e of record.errors) text += `    error [${e.stage}]: ${printable(e.error)}\n`;

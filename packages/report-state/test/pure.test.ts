@@ -173,6 +173,19 @@ describe('records and summary', () => {
     expect(Object.keys(summary.by_result)).toEqual(['unknown', 'missing', 'present', 'empty']);
   });
 
+  it('orders by path whatever order the records come in: sorted, roots out of order, surrogates', () => {
+    const units = (list: UnitRecord[]): string[] => selectShown(list, { minTailBytes: 0, sort: 'path' }).map((r) => r.unit);
+    const sorted = ['/a/prun-task-1', '/a/prun-task-2', '/b/prun-task-1'];
+    expect(units(sorted.map((unit) => record({ unit })))).toEqual(sorted);
+    // Two roots given as /b then /a: discovery order is not path order.
+    expect(units(['/b/prun-task-1', '/a/prun-task-1', '/a/prun-task-2'].map((unit) => record({ unit })))).toEqual(sorted);
+    // In UTF-16 order (as discovery might list them) but not in code point order: U+FF5E sorts before U+1F600.
+    const astral = ['/r/prun-task-\u{1f600}', '/r/prun-task-\uff5e'];
+    expect(units(astral.map((unit) => record({ unit })))).toEqual([...astral].reverse());
+    // Equal paths (the same unit given twice cannot happen, but the order must still be stable).
+    expect(units([record({ unit: '/r/prun-task-x', tail_bytes: 1 }), record({ unit: '/r/prun-task-x', tail_bytes: 2 })]).length).toBe(2);
+  });
+
   it('filters for display only and sorts by path or by tail bytes (null as 0), ties by path', () => {
     const records = [
       record({ unit: '/r/prun-task-c', tail_bytes: 5 }),

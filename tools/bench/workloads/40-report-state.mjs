@@ -35,12 +35,17 @@ function buildCorpus(root, units) {
   }
 }
 
-// The floor: exactly report-state's system calls (strace -c shows the same counts), written
-// as plainly as Node allows: one reused read buffer, stats that do not throw, no records. The
-// listing's d_type says what each entry is; only a symlink needs a stat to follow it.
+// The floor: exactly report-state's system calls, written as plainly as Node allows. It lists the
+// root with d_type (readdir withFileTypes; a symlink, and only a symlink, is stat'ed to follow it),
+// keeps the prun-task-* names and sorts them; per unit it stats `result-file`, and when that is a
+// regular file opens it (O_RDONLY | O_NONBLOCK | O_NOCTTY), fstats it, reads it into one reused
+// buffer until end of file, closes it and stats the path it names; then it stats `tail` and adds
+// its size. Stats that do not throw, no records, and one line of output. `strace -c` counts the
+// same statx, openat, read/pread64 and close calls as report-state's sweep. It starts as our bin
+// does, from a CommonJS file (not `node -e`), run by the same node with the same environment.
 const BARE_WALK = `
 const fs = require('node:fs');
-const root = process.argv[1];
+const root = process.argv[2];
 const buffer = Buffer.allocUnsafe(65537);
 const flags = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY;
 let units = 0, bytes = 0;
@@ -86,12 +91,15 @@ export async function run(ctx) {
   buildCorpus(small, SMALL);
   const bin = join(ctx.repoRoot, 'packages', 'report-state', 'bin', 'prun-report-state.cjs');
   const node = process.execPath;
+  const walkScript = join(ctx.tempDir('prun-bench-walk-'), 'walk.cjs');
+  writeFileSync(walkScript, `'use strict';\n${BARE_WALK}`);
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-  // Exit 1 (a partial sweep) is still a full sweep.
+  // Every row runs with only PATH set: NODE_EXTRA_CA_CERTS (which every Node start would read) unset
+  // on both sides, as on most machines. Exit 1 (a partial sweep) is still a full sweep.
   const report = (dir, ...args) => () => runProcess(node, [bin, '--root', dir, ...args], { env, okCodes: [0, 1] });
   const original = originalScript();
   const cases = [
-    { label: 'bare walk, same stats and reads (floor)', run: () => runProcess(node, ['-e', BARE_WALK, root], { env }) },
+    { label: 'bare walk, same stats and reads (floor)', run: () => runProcess(node, [walkScript, root], { env }) },
     { label: 'prun-report-state --json --summary', run: report(root, '--json', '--summary') },
     { label: 'prun-report-state (text) --summary', run: report(root, '--summary') },
     { label: 'prun-report-state --json --sort tail-bytes-desc', run: report(root, '--json', '--sort', 'tail-bytes-desc') },
@@ -116,15 +124,15 @@ export async function run(ctx) {
   ctx.table(rows, {
     readme: 'report-state',
     title: `${UNITS.toLocaleString('en')} units`,
-    note: `\`--json --summary\`: by CPU time ${cpuVsOriginal}; by wall time ${vsOriginal}. Goals: ≤ ×1.6 the bare walk, ≤ ×1.0 the original. CPU time is the steadier number on a loaded machine.`,
+    note: `\`--json --summary\`: by CPU time ${cpuVsOriginal}; by wall time ${vsOriginal}. Goals: ≤ ×1.6 the bare walk, ≤ ×1.0 the original. Every row ran with NODE_EXTRA_CA_CERTS unset. CPU time is the steadier number on a loaded machine.`,
   });
   process.stdout.write(`  --json --summary: x${(prun.ms / walk.ms).toFixed(2)} the bare walk (goal <= 1.6), ${vsOriginal} (goal <= 1.0)${cpuNote ? `;${cpuNote}` : ''}\n\n`);
 
   // Per unit, start-up taken out: the slope between 1/10 of the units and all of them.
   const perUnit = await ctx.compare(
     [
-      { label: `bare walk, ${SMALL} units`, run: () => runProcess(node, ['-e', BARE_WALK, small], { env }) },
-      { label: `bare walk, ${UNITS} units`, run: () => runProcess(node, ['-e', BARE_WALK, root], { env }) },
+      { label: `bare walk, ${SMALL} units`, run: () => runProcess(node, [walkScript, small], { env }) },
+      { label: `bare walk, ${UNITS} units`, run: () => runProcess(node, [walkScript, root], { env }) },
       { label: `report-state --json --summary, ${SMALL} units`, run: report(small, '--json', '--summary') },
       { label: `report-state --json --summary, ${UNITS} units`, run: report(root, '--json', '--summary') },
     ],

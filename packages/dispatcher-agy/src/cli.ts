@@ -72,6 +72,16 @@ class BinSignals {
 }
 
 /**
+ * Loads what main loads lazily (the command, run.js) without running anything. main imports it on
+ * first use; a host that must read every module before it gives up root calls this first
+ * (tools/main-as-nobody.mjs: a checkout nobody cannot read, such as a 0700 `mktemp -d` clone).
+ * Node caches the resolution per importing module, so only an import made here counts.
+ */
+export function preload(): Promise<typeof import('./run.js')> {
+  return import('./run.js');
+}
+
+/**
  * The bin's command, run by @prun/kit/cli's runBin (the one top-level catch, the SIGUSR1
  * debugger door, the EPIPE policy) from the shim or from `prun dispatch`: a thin shell over
  * the library's `runUnit` (run.ts) that maps SIGTERM/SIGINT/SIGHUP onto its stop source. It
@@ -86,7 +96,7 @@ export async function main(argv: string[]): Promise<void> {
   closeDebuggerDoor();
   const signals = new BinSignals();
   signals.install();
-  const { runDispatch } = await import('./run.js');
+  const { runDispatch } = await preload();
   const code = await runDispatch(
     {
       argv,

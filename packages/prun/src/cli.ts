@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
-import { CliError, closeDebuggerDoor, endProcess, packageVersion, signalExitCode, STOP_SIGNALS } from '@prun/kit/cli';
+import { CliError, closeDebuggerDoor, endProcess, packageVersion, printable, signalExitCode, STOP_SIGNALS } from '@prun/kit/cli';
 import { MONITOR_ENV, isAgentCaller, readSecondsSetting } from '@prun/monitor';
 import { answerHelpOrVersion, parseArgv, renderHelp, unknownCommand, type ParsedArgv } from '@prun/kit/spec';
 import { z } from 'zod';
@@ -21,6 +21,10 @@ import { liveLockHolder } from './lock.js';
 import { resolveBatchDir } from './ledger.js';
 
 const NAME = 'prun';
+
+/** One line of prun's own on stderr. Paths and ids in it come from the user or the disk, so control
+ * characters are shown escaped: a hostile directory name must not clear the screen or set the title. */
+const stderrLine = (line: string): void => void process.stderr.write(`${NAME}: ${printable(line)}\n`);
 
 /** prun's own usage errors are kit's one error type (exit 2). */
 const UsageError = CliError;
@@ -152,15 +156,15 @@ async function runBatch(parsed: OwnArgs, env: NodeJS.ProcessEnv): Promise<number
   const opened =
     args.plan !== undefined ? await createBatch(args.plan, args.dir, env, cwd) : await openBatch(args.resume ?? args.retryFailed!, env, cwd);
   const { paths } = opened;
-  if (args.plan !== undefined) process.stderr.write(`${NAME}: batch directory ${paths.dir}\n`);
+  if (args.plan !== undefined) stderrLine(`batch directory ${paths.dir}`);
   if (opened.tornSetAside !== null) {
-    process.stderr.write(`${NAME}: the ledger's last line was torn (a crash mid-write); set it aside in ${opened.tornSetAside}\n`);
+    stderrLine(`the ledger's last line was torn (a crash mid-write); set it aside in ${opened.tornSetAside}`);
   }
   // On a person's terminal the live panel (src/live) replaces the progress lines; messages go above it.
   let panel: LivePanel | null = null;
   const say = (line: string): void => {
-    if (panel === null) process.stderr.write(`${NAME}: ${line}\n`);
-    else panel.message(`${NAME}: ${line}`);
+    if (panel === null) stderrLine(line);
+    else panel.message(`${NAME}: ${printable(line)}`);
   };
   const hook = args.onUnitDone === null ? null : unitDoneHook(args.onUnitDone, { env, cwd, batchDir: paths.dir, timeoutS: hookTimeoutS, message: say });
   const run = new BatchRun(paths, opened.units, opened.ledger, {
@@ -173,14 +177,14 @@ async function runBatch(parsed: OwnArgs, env: NodeJS.ProcessEnv): Promise<number
     stallSeconds,
     env,
     progress: (line) => {
-      if (showProgress && panel === null) process.stderr.write(`${NAME}: ${line}\n`);
+      if (showProgress && panel === null) stderrLine(line);
     },
     message: say,
   });
   run.reconcile(args.retryFailed !== undefined);
   // An earlier run's summary is not this run's: `prun wait` must not take it for this run's end.
   const stale = removeSummary(paths);
-  if (stale !== null) process.stderr.write(`${NAME}: ${stale}\n`);
+  if (stale !== null) stderrLine(stale);
   if (panelWanted(env)) {
     const { LivePanel } = await import('./live/live-panel.js');
     const ids = opened.units.map((unit) => unit.id);
@@ -209,7 +213,7 @@ async function runBatch(parsed: OwnArgs, env: NodeJS.ProcessEnv): Promise<number
     panel = null;
     const summary = { dir: outcome.dir, exit_code: outcome.exitCode, stopped_by: outcome.stoppedBy, counts: countStatuses(outcome), units: outcome.units };
     const unwritten = writeSummary(paths, summary);
-    if (unwritten !== null) process.stderr.write(`${NAME}: ${unwritten}\n`);
+    if (unwritten !== null) stderrLine(unwritten);
     if (args.json) {
       process.stdout.write(`${JSON.stringify(summary)}\n`);
     } else {
@@ -235,7 +239,7 @@ async function runDryRun(plan: string, dir: string | undefined, env: NodeJS.Proc
 async function runCancel({ positionals }: OwnArgs, env: NodeJS.ProcessEnv): Promise<number> {
   const [dir, ...ids] = positionals as [string, ...string[]];
   const message = (line: string): void => {
-    process.stderr.write(`${NAME}: ${line}\n`);
+    stderrLine(line);
   };
   const { cancelUnits, renderCancel } = await import('./cancel.js');
   const reports = await cancelUnits(dir, ids, { env, cwd: process.cwd(), message });
@@ -250,7 +254,7 @@ async function runStatus({ options: values, positionals }: OwnArgs, env: NodeJS.
   }
   const dir = resolveBatchDir(positionals[0]!, process.cwd());
   const status = batchStatus(dir);
-  for (const warning of status.warnings) process.stderr.write(`${NAME}: ${warning}\n`);
+  for (const warning of status.warnings) stderrLine(warning);
   process.stdout.write(
     values.json
       ? `${JSON.stringify({ dir: batchPaths(dir).dir, driver_pid: status.driverPid, units: status.units })}\n`
@@ -326,7 +330,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       return;
     case 'clean': {
       const flags = { dryRun: options['dry-run'] === true, snapshot: options['snapshot'] === true, clones: options['clones'] === true, json: options['json'] === true };
-      const warn = (line: string): void => void process.stderr.write(`${NAME}: ${line}\n`);
+      const warn = (line: string): void => void stderrLine(line);
       process.exitCode = await (await import('./clean.js')).runClean(positionals[0]!, flags, env, process.cwd(), warn);
       return;
     }

@@ -153,6 +153,18 @@ describe('prun batch usage and status', () => {
     expect(readFileSync(join(dir, 'mine.txt'), 'utf8')).toBe('user data');
   });
 
+  it('shows a hostile --dir name escaped in its plain stderr lines', async () => {
+    box = sandbox();
+    const plan = writePlan(box.root, [{ id: 'a', prompt: 'UNIT-ID:a fine', model: 'fake-model-x' }]);
+    // Relative, as typed: a name carrying a title-setting and a colour escape.
+    const run = await prun(['batch', plan, '--dir', 'fan\u001b]0;pwn\u0007\u001b[31m'], { env: box.env, cwd: box.root });
+    expect(run.exitCode, String(run.stderr)).toBe(0);
+    const stderr = String(run.stderr);
+    expect(stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+    expect(stderr).toContain('prun: batch directory ');
+    expect(stderr).toContain('fan\\x1b]0;pwn\\x07\\x1b[31m');
+  });
+
   it('reports a finished batch with prun status', async () => {
     box = sandbox();
     const plan = writePlan(box.root, [

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { prun, prunBin, sandbox, workerCalls, workerStarts, type Sandbox } from './helpers.js';
+import { prun, prunBin, repoRoot, sandbox, workerCalls, workerStarts, type Sandbox } from './helpers.js';
 
 let box: Sandbox;
 beforeAll(() => {
@@ -40,9 +40,53 @@ function expectRefused(result: { exitCode?: number; stderr: unknown; stdout: unk
 }
 
 const canUnshare = spawnSync('unshare', ['-m', 'true']).status === 0;
-const canSetpriv = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'true']).status === 0;
-// A checkout in a private folder (mktemp -d makes it 0700) cannot be read by nobody at all.
-const nobodyReads = canSetpriv && spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'test', '-r', prunBin]).status === 0;
+const AS_NOBODY = ['--reuid=65534', '--regid=65534', '--clear-groups'];
+const canSetpriv = spawnSync('setpriv', [...AS_NOBODY, 'true']).status === 0;
+
+/**
+ * The outermost folder on the way to the checkout that nobody cannot enter (a clone in a folder
+ * `mktemp -d` made, 0700), or null when nobody reaches the checkout.
+ */
+function privateFolderAbove(checkout: string): string | null {
+  const parts = checkout.split('/').filter((part) => part !== '');
+  for (let depth = 1; depth <= parts.length; depth += 1) {
+    const dir = `/${parts.slice(0, depth).join('/')}`;
+    if (spawnSync('setpriv', [...AS_NOBODY, 'test', '-x', dir]).status !== 0) return dir;
+  }
+  return null;
+}
+
+const checkout = repoRoot.replace(/\/+$/, '');
+const privateFolder = canSetpriv ? privateFolderAbove(checkout) : null;
+/** Why prun cannot be started as nobody here, or null. */
+const noNobody = !canSetpriv
+  ? 'setpriv cannot become nobody'
+  : privateFolder === checkout
+    ? 'nobody cannot enter the checkout itself'
+    : privateFolder !== null && !canUnshare
+      ? 'nobody cannot reach this checkout and no mount namespace can show it the checkout'
+      : null;
+
+// In a private mount namespace: the folder nobody cannot enter becomes an empty tmpfs that nobody
+// may enter, and the checkout is bind-mounted back at its own path. The same files, at the same
+// paths, read by a process that is nobody from its start; nothing is mounted outside.
+const SHOW_CHECKOUT = [
+  'set -e',
+  'checkout=$1 folder=$2 held=$3; shift 3',
+  'mount --bind "$checkout" "$held"',
+  'mount -t tmpfs -o mode=0755 prun-test "$folder"',
+  'mkdir -p "$checkout"',
+  'mount --move "$held" "$checkout"',
+  'exec "$@"',
+].join('\n');
+
+/** The command line that runs `argv` as nobody, where nobody can read the checkout. */
+function asNobody(argv: string[]): [string, string[]] {
+  const setpriv = [...AS_NOBODY, ...argv];
+  if (privateFolder === null) return ['setpriv', setpriv];
+  const held = mkdtempSync(join(box.root, 'checkout-'));
+  return ['unshare', ['-m', 'sh', '-c', SHOW_CHECKOUT, 'sh', checkout, privateFolder, held, 'setpriv', ...setpriv]];
+}
 
 /** Run prun with `dir` bind-mounted read-only (a private mount namespace: nothing leaks out). */
 function prunWithReadOnly(readOnly: string, args: string[], cwd: string) {
@@ -125,13 +169,14 @@ describe('prun batch refuses before the first worker starts', () => {
     expect(listing(dir)).toEqual(['plan.json']);
   });
 
-  it.skipIf(!nobodyReads)(`a parent directory another user owns (EACCES) is a usage error, never internal error${nobodyReads ? '' : canSetpriv ? ' (skipped: nobody cannot read this checkout)' : ' (skipped: setpriv cannot become nobody)'}`, async () => {
+  it.skipIf(noNobody !== null)(`a parent directory another user owns (EACCES) is a usage error, never internal error${noNobody === null ? '' : ` (skipped: ${noNobody})`}`, async () => {
     const open = mkdtempSync(join(tmpdir(), 'prun-eacces-'));
     try {
       chmodSync(open, 0o755);
       writeFileSync(join(open, 'plan.json'), JSON.stringify({ units: [unit('u1')] }));
       const env = { ...box.env, HOME: open, TMPDIR: open };
-      const run = await execa('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, prunBin, 'batch', 'plan.json', '--dir', 'fanout'], {
+      const [file, args] = asNobody([process.execPath, prunBin, 'batch', 'plan.json', '--dir', 'fanout']);
+      const run = await execa(file, args, {
         reject: false,
         extendEnv: false,
         env,

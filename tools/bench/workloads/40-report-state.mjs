@@ -87,6 +87,7 @@ export async function run(ctx) {
   const { runProcess } = lib;
   const root = ctx.tempDir('prun-bench-report-');
   const small = ctx.tempDir('prun-bench-report-small-');
+  const empty = ctx.tempDir('prun-bench-report-empty-');
   buildCorpus(root, UNITS);
   buildCorpus(small, SMALL);
   const bin = join(ctx.repoRoot, 'packages', 'report-state', 'bin', 'prun-report-state.cjs');
@@ -110,7 +111,8 @@ export async function run(ctx) {
       run: () => runProcess('python3', [original, 'report-state', '--root', root, '--json', '--summary'], { env, okCodes: [0, 1] }),
     });
   }
-  const rows = await ctx.compare(cases, { runs: 5, warmup: 1 });
+  // Nine rounds: on a loaded 2-core machine five medians swing by a tenth and more.
+  const rows = await ctx.compare(cases, { runs: 9, warmup: 1 });
   const walk = rows[0];
   const prun = rows[1];
   const cpuNote = walk.cpuMs && prun.cpuMs ? ` CPU time: ×${(prun.cpuMs / walk.cpuMs).toFixed(2)} the bare walk.` : '';
@@ -135,8 +137,10 @@ export async function run(ctx) {
       { label: `bare walk, ${UNITS} units`, run: () => runProcess(node, [walkScript, root], { env }) },
       { label: `report-state --json --summary, ${SMALL} units`, run: report(small, '--json', '--summary') },
       { label: `report-state --json --summary, ${UNITS} units`, run: report(root, '--json', '--summary') },
+      { label: 'bare walk, no units', run: () => runProcess(node, [walkScript, empty], { env }) },
+      { label: 'report-state --json --summary, no units', run: report(empty, '--json', '--summary') },
     ],
-    { runs: 5, warmup: 1 },
+    { runs: 9, warmup: 1 },
   );
   const slope = (a, b, key) => (perUnit[b][key] - perUnit[a][key]) / (UNITS - SMALL);
   const rowsPerUnit = [
@@ -148,5 +152,20 @@ export async function run(ctx) {
     readme: 'report-state',
     title: 'per unit (start-up taken out)',
     note: `The slope between ${SMALL.toLocaleString('en')} and ${UNITS.toLocaleString('en')} units.`,
+  });
+  // Start-up: the same runs over a root with no unit, and their share of the 10,000-unit run.
+  const share = (start, full, key) => (perUnit[start][key] === null ? 'n/a' : `${((100 * perUnit[start][key]) / perUnit[full][key]).toFixed(0)}%`);
+  const startLine =
+    `start-up (a root with no unit): the walk ${perUnit[4].ms.toFixed(0)} ms wall, ${perUnit[4].cpuMs?.toFixed(0) ?? 'n/a'} ms CPU ` +
+    `(${share(4, 1, 'cpuMs')} of its CPU time over ${UNITS.toLocaleString('en')} units); report-state ${perUnit[5].ms.toFixed(0)} ms wall, ` +
+    `${perUnit[5].cpuMs?.toFixed(0) ?? 'n/a'} ms CPU (${share(5, 3, 'cpuMs')} of its)`;
+  process.stdout.write(`  ${startLine}\n`);
+  ctx.record('report-state', {
+    title: 'start-up: a root with no unit',
+    rows: [
+      { ...perUnit[4], label: 'bare walk, no units (floor)' },
+      { ...perUnit[5], label: 'prun-report-state --json --summary, no units' },
+    ],
+    note: `Over ${UNITS.toLocaleString('en')} units, start-up is ${share(4, 1, 'cpuMs')} of the walk's CPU time and ${share(5, 3, 'cpuMs')} of report-state's: the rest is per-unit work.`,
   });
 }

@@ -162,19 +162,21 @@ function addCodeCache(dist, output) {
   const chunkFile = join(dist, command.fileName);
   const make = [
     `const { readFileSync, writeFileSync } = require('node:fs');`,
-    `const { createHash } = require('node:crypto');`,
-    `const { compile } = require(${JSON.stringify(join(dist, LOADER))});`,
+    `const { compile, seal } = require(${JSON.stringify(join(dist, LOADER))});`,
     `const file = ${JSON.stringify(chunkFile)};`,
     `const source = readFileSync(file, 'utf8');`,
     `const { script } = compile(file, source, undefined);`,
-    `writeFileSync(file + '.v8cache', Buffer.concat([createHash('sha256').update(source).digest(), script.createCachedData()]));`,
+    `const payload = script.createCachedData();`,
+    `writeFileSync(file + '.v8cache', Buffer.concat([seal(source, payload), payload]));`,
   ].join('\n');
   const check = [
     `const { readFileSync } = require('node:fs');`,
-    `const { compile } = require(${JSON.stringify(join(dist, LOADER))});`,
+    `const { compile, cacheFor } = require(${JSON.stringify(join(dist, LOADER))});`,
     `const file = ${JSON.stringify(chunkFile)};`,
-    `const { script } = compile(file, readFileSync(file, 'utf8'), readFileSync(file + '.v8cache').subarray(32));`,
-    `process.exitCode = script.cachedDataRejected ? 1 : 0;`,
+    `const source = readFileSync(file, 'utf8');`,
+    `const cachedData = cacheFor(file, source);`,
+    `const { script } = compile(file, source, cachedData);`,
+    `process.exitCode = cachedData === undefined || script.cachedDataRejected ? 1 : 0;`,
   ].join('\n');
   const env = { ...process.env };
   delete env.NODE_OPTIONS;

@@ -3,18 +3,26 @@
 // CommonJS bundle chunk with the V8 code cache made for it at build time (dist/<chunk>.v8cache), so
 // a start deserializes the compiled chunk instead of parsing and compiling its source again.
 //
-// The cache is used only for the exact source it was made from: its first 32 bytes are the
-// SHA-256 of that source, compared here (V8's own check looks at the source's length only). V8
-// then checks its version and flags and rejects a cache another Node made (`cachedDataRejected`):
-// the chunk is then compiled from its source, as `require` would. Either way the chunk runs once,
-// as the module `require` would make of that file, with the same `require` cache entry.
+// The cache is used only for the exact source it was made from and only whole: its first 32 bytes
+// are the SHA-256 of that source followed by the cache's own payload (`seal`), compared here. V8's
+// own check looks at the source's length only, and a release V8 does not checksum the payload:
+// one flipped byte in it crashes the process inside the deserializer instead of being rejected.
+// V8 then checks its version and flags and rejects a cache another Node made
+// (`cachedDataRejected`): the chunk is then compiled from its source, as `require` would. Either
+// way the chunk runs once, as the module `require` would make of that file, with the same
+// `require` cache entry.
 const { readFileSync } = require('node:fs');
 const { createHash } = require('node:crypto');
 const Module = require('node:module');
 const { dirname, join } = require('node:path');
 const vm = require('node:vm');
 
-/** The code cache for `source`, or undefined when there is none made for exactly it. */
+/** The 32 bytes that head a cache file: SHA-256 over the source, then over the V8 payload. */
+function seal(source, payload) {
+  return createHash('sha256').update(source).update(payload).digest();
+}
+
+/** The code cache for `source`, or undefined when there is none made, whole, for exactly it. */
 function cacheFor(file, source) {
   let cache;
   try {
@@ -22,8 +30,9 @@ function cacheFor(file, source) {
   } catch {
     return undefined;
   }
-  const digest = createHash('sha256').update(source).digest();
-  return cache.length > 32 && cache.subarray(0, 32).equals(digest) ? cache.subarray(32) : undefined;
+  if (cache.length <= 32) return undefined;
+  const payload = cache.subarray(32);
+  return cache.subarray(0, 32).equals(seal(source, payload)) ? payload : undefined;
 }
 
 /** Compile and run `file` as a CommonJS module (with `cachedData` when given); its module. */
@@ -52,3 +61,4 @@ function loadChunk(dir, name) {
 module.exports = loadChunk;
 module.exports.compile = compile;
 module.exports.cacheFor = cacheFor;
+module.exports.seal = seal;

@@ -15,6 +15,7 @@ const DIST = join(PACKAGE_DIR, 'dist');
 const require = createRequire(import.meta.url);
 const loader = require(join(DIST, 'bundle-load.cjs')) as {
   cacheFor: (file: string, source: string) => Buffer | undefined;
+  seal: (source: string, payload: Buffer) => Buffer;
 };
 const commandChunk = readdirSync(DIST).find((name) => /^bundle-command-.*\.cjs$/u.test(name))!;
 const scratch = mkdtempSync(join(tmpdir(), 'prun-code-cache-'));
@@ -54,8 +55,21 @@ describe('the command chunk and its code cache', () => {
     expect(expected.stdout).toContain('prun-dispatch-agy');
     const cases: [string, (cache: string, chunk: string) => void][] = [
       ['missing', (cache) => rmSync(cache)],
-      // The right digest, then bytes V8 must reject (a cache another Node made looks like this to it).
-      ['rejected', (cache) => writeFileSync(cache, Buffer.concat([readFileSync(cache).subarray(0, 32), Buffer.alloc(4096, 7)]))],
+      // Sealed for this source, but bytes V8 must reject (a cache another Node made looks like this to it).
+      ['rejected', (cache, chunk) => writeFileSync(cache, Buffer.concat([loader.seal(readFileSync(chunk, 'utf8'), Buffer.alloc(4096, 7)), Buffer.alloc(4096, 7)]))],
+      // One byte of V8's payload flipped on disk: a release V8 does not checksum the payload and would
+      // crash in its deserializer, so the seal must keep it from V8 (review15b).
+      ...[100, 20_000, -100].map((at): [string, (cache: string) => void] => [
+        `payload byte ${at} flipped`,
+        (cache) => {
+          const bytes = readFileSync(cache);
+          const index = at < 0 ? bytes.length + at : at;
+          bytes[index] = bytes[index]! ^ 0xff;
+          writeFileSync(cache, bytes);
+        },
+      ]),
+      // Cut short, as an interrupted copy would leave it.
+      ['truncated', (cache) => writeFileSync(cache, readFileSync(cache).subarray(0, 5000))],
       // A source changed after the build: its old cache is not even offered to V8.
       ['stale', (_cache, chunk) => writeFileSync(chunk, `${readFileSync(chunk, 'utf8')}\n// changed after the build\n`)],
     ];

@@ -1,0 +1,81 @@
+// review15's findings in the batch supervision (issue #15): nothing a dispatch starts outlives
+// its host, and a unit whose supervisor died says so, not what its log's last line happened to be.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isRunning } from '../src/units.js';
+import { agyCalls, handedOver, ledger, prun, repoRoot, sandbox, waitFor, workerStarts, type Sandbox } from './helpers.js';
+
+const DISPATCHER = join(repoRoot, 'packages/dispatcher-agy/bin/prun-dispatch-agy.js');
+/** fake agy itself, not the by-prompt fixture: the `/usage` query is then one process, the one a refresh starts. */
+const FAKE_AGY = join(repoRoot, 'tools/fake-agy/fake-agy');
+
+// Whatever a failed test leaves running works in its sandbox, which cleanup() clears.
+let box: Sandbox | undefined;
+afterEach(() => {
+  box?.cleanup();
+  box = undefined;
+});
+
+interface Line {
+  id: string;
+  status: string;
+  note?: string;
+  exit_code?: number | null;
+  dispatcher_pid?: number;
+  supervised?: boolean;
+}
+const lines = (dir: string): Line[] => ledger(dir) as unknown as Line[];
+
+/** The pids of fake agy's `/usage` queries so far. */
+const usageQueries = (logDir: string): number[] => agyCalls(logDir).filter((call) => call.kind === 'usage').map((call) => call.pid);
+
+/**
+ * A sandbox whose dispatches route through the quota gate with no snapshot yet (the managed one
+ * under its HOME), so each starts a `/usage` refresh, and that query hangs until killed.
+ */
+function refreshingBox(): Sandbox {
+  const made = sandbox({ ANTIGRAVITY_BIN: FAKE_AGY, PRUN_AGY_QUOTA_GATE: undefined, FAKE_AGY_USAGE_HANG: '1' });
+  delete made.env.PRUN_AGY_QUOTA_GATE;
+  return made;
+}
+
+/** A model in the Gemini quota group: routing it needs the snapshot. */
+const GATED_MODEL = 'gemini-3.8-flash-high';
+
+describe('a quota refresh dies with its host (review15)', () => {
+  it('kill -9 of the driver and the supervisor while a /usage refresh runs leaves no query running', async () => {
+    box = refreshingBox();
+    const work = join(box.root, 'work');
+    mkdirSync(work);
+    writeFileSync(join(work, 'plan.json'), JSON.stringify({ units: [{ id: 'q1', prompt: 'do the work', model: GATED_MODEL }] }));
+    const dir = join(work, 'fanout');
+    const run = prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: work });
+    await waitFor(() => existsSync(dir) && handedOver(dir, 'q1') && usageQueries(box!.logDir).length === 1, 'the unit\'s /usage refresh to start');
+    const [query] = usageQueries(box.logDir);
+    const host = lines(dir).findLast((l) => l.id === 'q1' && l.status === 'running')!.dispatcher_pid!;
+    run.kill('SIGKILL');
+    await run;
+    process.kill(host, 'SIGKILL');
+    // Before the fix the query ran on, reparented to init, until agy's own --print-timeout.
+    await waitFor(() => !isRunning(query!), 'the /usage query to die with the supervisor', 10_000);
+  }, 60_000);
+
+  it('kill -9 of prun-dispatch-agy run directly while its /usage refresh runs leaves no query running', async () => {
+    box = refreshingBox();
+    writeFileSync(join(box.root, 'prompt.md'), 'do the work\n');
+    const dispatcher = spawn(
+      process.execPath,
+      [DISPATCHER, `--prompt-file=${join(box.root, 'prompt.md')}`, `--result-file=${join(box.root, 'result.md')}`, '--unit-id=direct'],
+      { env: { ...box.env, ANTIGRAVITY_DISPATCH_MODEL: GATED_MODEL }, cwd: box.root, stdio: 'ignore' },
+    );
+    await waitFor(() => usageQueries(box!.logDir).length === 1, 'the dispatcher\'s /usage refresh to start');
+    const [query] = usageQueries(box.logDir);
+    const gone = new Promise((resolve) => dispatcher.once('exit', resolve));
+    dispatcher.kill('SIGKILL');
+    await gone;
+    await waitFor(() => !isRunning(query!), 'the /usage query to die with the dispatcher', 10_000);
+    expect(workerStarts(box.logDir)).toEqual({});
+  }, 60_000);
+});

@@ -1,7 +1,7 @@
 // review15's findings in the batch supervision (issue #15): nothing a dispatch starts outlives
 // its host, and a unit whose supervisor died says so, not what its log's last line happened to be.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRunning } from '../src/units.js';
@@ -79,3 +79,41 @@ describe('a quota refresh dies with its host (review15)', () => {
     expect(workerStarts(box.logDir)).toEqual({});
   }, 60_000);
 });
+
+describe('a unit whose supervisor died says so (review15)', () => {
+  it('kill -9 of the supervisor with the driver alive: the note, the FALLBACK and one stderr line name the supervisor, its pid and SIGKILL, not the unit\'s last log line', async () => {
+    box = sandbox();
+    const work = join(box.root, 'work');
+    mkdirSync(work);
+    const units = ['h1', 'h2'].map((id) => ({ id, prompt: `UNIT-ID:${id} do the work [[agy HANG=1]]`, model: 'fake-model-x' }));
+    writeFileSync(join(work, 'plan.json'), JSON.stringify({ units: [...units, { id: 'next', prompt: 'UNIT-ID:next do the work', model: 'fake-model-x', depends_on: [] }] }));
+    const dir = join(work, 'fanout');
+    const run = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '2'], { env: box.env, cwd: work });
+    await waitFor(() => existsSync(dir) && handedOver(dir, 'h1') && handedOver(dir, 'h2') && Object.keys(workerStarts(box!.logDir)).length === 2, 'two hanging workers');
+    // What a unit's log may last say (a routing line, as a gated model's does): no reason for its
+    // end, yet the line the note used to quote.
+    for (const id of ['h1', 'h2']) writeFileSync(join(dir, 'logs', `${id}.stderr`), 'dispatch-task-agy: MODEL-FALLBACK from=a to=b reason=template-unlisted\n', { flag: 'a' });
+    const host = lines(dir).findLast((l) => l.id === 'h1' && l.status === 'running')!.dispatcher_pid!;
+    process.kill(host, 'SIGKILL');
+    const ended = await run;
+    expect(ended.exitCode).toBe(2);
+    const died = `the batch's supervisor (pid ${host}) died of SIGKILL`;
+    for (const id of ['h1', 'h2']) {
+      const last = lines(dir).findLast((l) => l.id === id)!;
+      expect(last).toMatchObject({ status: 'failed', exit_code: 137, note: `${died} before this unit published a result` });
+      // The unit's result says the same, so a coordinator reading results/ learns it too.
+      const result = readFileSync(join(dir, 'results', `${id}.md`), 'utf8');
+      expect(result).toContain('FALLBACK');
+      expect(result).toContain(died);
+      expect(String(ended.stderr)).toContain(`prun: unit ${id} failed (exit 137): ${died} before this unit published a result`);
+    }
+    // One line for the supervisor itself, naming what it took with it.
+    const supervisorLines = String(ended.stderr).split('\n').filter((line) => line.startsWith(`prun: ${died}`));
+    expect(supervisorLines).toEqual([`prun: ${died}, taking 2 running unit(s) with it: h1, h2`]);
+    expect(String(ended.stderr)).not.toContain('MODEL-FALLBACK');
+    // The next unit ran in a new supervisor.
+    expect(lines(dir).findLast((l) => l.id === 'next')!.status).toBe('done');
+    expect(lines(dir).find((l) => l.id === 'next' && l.status === 'running')!.dispatcher_pid).not.toBe(host);
+  }, 60_000);
+});
+

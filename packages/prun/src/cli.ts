@@ -258,7 +258,7 @@ async function runStatus({ options: values, positionals }: OwnArgs, env: NodeJS.
   process.stdout.write(
     values.json
       ? `${JSON.stringify({ dir: batchPaths(dir).dir, driver_pid: status.driverPid, units: status.units })}\n`
-      : `${status.driverPid === null ? '' : `driven by prun pid ${status.driverPid}\n`}${renderStatus(status.units)}`,
+      : `${status.driverPid === null ? '' : `driven by prun pid ${status.driverPid}\n`}${renderStatus(status.units, status.endedUnwatched)}`,
   );
   return 0;
 }

@@ -5,7 +5,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRunning } from '../src/units.js';
-import { agyCalls, handedOver, ledger, prun, repoRoot, sandbox, waitFor, workerStarts, type Sandbox } from './helpers.js';
+import { supervisorPaths } from '../src/supervise/records.js';
+import { agyCalls, handedOver, ledger, openGate, planUnit, prun, repoRoot, sandbox, waitFor, workerStarts, type Sandbox } from './helpers.js';
 
 const DISPATCHER = join(repoRoot, 'packages/dispatcher-agy/bin/prun-dispatch-agy.js');
 /** fake agy itself, not the by-prompt fixture: the `/usage` query is then one process, the one a refresh starts. */
@@ -114,6 +115,34 @@ describe('a unit whose supervisor died says so (review15)', () => {
     // The next unit ran in a new supervisor.
     expect(lines(dir).findLast((l) => l.id === 'next')!.status).toBe('done');
     expect(lines(dir).find((l) => l.id === 'next' && l.status === 'running')!.dispatcher_pid).not.toBe(host);
+  }, 60_000);
+});
+
+describe('prun status of a unit that ended while no driver watched (review15)', () => {
+  it('shows running(ended) with its exit code and what settles it, not running(dispatcher gone)', async () => {
+    box = sandbox();
+    const work = join(box.root, 'work');
+    mkdirSync(work);
+    writeFileSync(join(work, 'plan.json'), JSON.stringify({ units: [planUnit('u1', '[[gate one]]'), planUnit('u2', '[[gate two]]')] }));
+    const dir = join(work, 'fanout');
+    const run = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '2'], { env: box.env, cwd: work });
+    await waitFor(() => existsSync(dir) && handedOver(dir, 'u1') && handedOver(dir, 'u2') && Object.keys(workerStarts(box!.logDir)).length === 2, 'two units running');
+    const line = lines(dir).findLast((l) => l.id === 'u1' && l.status === 'running')! as Line & { dispatcher_start: string };
+    run.kill('SIGKILL');
+    await run;
+    // u1 ends in the supervisor, which lives on for u2.
+    openGate(box, 'one');
+    const record = supervisorPaths(dir, { pid: line.dispatcher_pid!, start: line.dispatcher_start }).unit('u1');
+    await waitFor(() => existsSync(record) && readFileSync(record, 'utf8').includes('"ended"'), "u1's dispatch to end in its supervisor");
+    const status = await prun(['status', 'fanout'], { env: box.env, cwd: work });
+    expect(String(status.stdout)).toMatch(/^u1 +running\(ended\) +- +present +ended \(exit 0\) while no driver watched; prun batch --resume settles it$/m);
+    expect(String(status.stdout)).toMatch(/^u2 +running +- +missing/m);
+    expect(String(status.stdout)).not.toContain('dispatcher gone');
+    // --json is unchanged: the unit is still `running` in the ledger, its dispatcher not alive.
+    const json = JSON.parse(String((await prun(['status', 'fanout', '--json'], { env: box.env, cwd: work })).stdout)) as { units: Array<Record<string, unknown>> };
+    expect(json.units.find((u) => u.id === 'u1')).toMatchObject({ status: 'running', dispatcher_alive: false, result: 'present' });
+    expect(Object.keys(json.units.find((u) => u.id === 'u1')!)).toEqual(Object.keys(json.units.find((u) => u.id === 'u2')!));
+    openGate(box, 'two');
   }, 60_000);
 });
 

@@ -1,12 +1,14 @@
 // review15's findings in the batch supervision (issue #15): nothing a dispatch starts outlives
 // its host, and a unit whose supervisor died says so, not what its log's last line happened to be.
 import { spawn } from 'node:child_process';
+import { execa } from 'execa';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRunning } from '../src/units.js';
+import { hardOpenFilesLimit, openFilesProblem } from '../src/supervise/limits.js';
 import { supervisorPaths } from '../src/supervise/records.js';
-import { agyCalls, handedOver, ledger, openGate, planUnit, prun, repoRoot, sandbox, waitFor, workerStarts, type Sandbox } from './helpers.js';
+import { agyCalls, handedOver, latestStatus, ledger, openGate, planUnit, prun, prunBin, repoRoot, sandbox, waitFor, workerStarts, type Sandbox } from './helpers.js';
 
 const DISPATCHER = join(repoRoot, 'packages/dispatcher-agy/bin/prun-dispatch-agy.js');
 /** fake agy itself, not the by-prompt fixture: the `/usage` query is then one process, the one a refresh starts. */
@@ -143,6 +145,43 @@ describe('prun status of a unit that ended while no driver watched (review15)', 
     expect(json.units.find((u) => u.id === 'u1')).toMatchObject({ status: 'running', dispatcher_alive: false, result: 'present' });
     expect(Object.keys(json.units.find((u) => u.id === 'u1')!)).toEqual(Object.keys(json.units.find((u) => u.id === 'u2')!));
     openGate(box, 'two');
+  }, 60_000);
+});
+
+describe('--jobs within the open-file limit (review15)', () => {
+  it('reads the hard limit from /proc/self/limits and needs nothing beyond the units that can run', () => {
+    const limits = (soft: string, hard: string) => `Limit                     Soft Limit           Hard Limit           Units\nMax open files            ${soft}                  ${hard}                  files\n`;
+    expect(hardOpenFilesLimit(limits('1024', '4096'))).toBe(4096);
+    expect(hardOpenFilesLimit(limits('unlimited', 'unlimited'))).toBeNull();
+    expect(hardOpenFilesLimit(null)).toBeNull();
+    expect(openFilesProblem(50, 3, 200)).toBeNull();
+    expect(openFilesProblem(16, 100, 200)).toBeNull();
+    expect(openFilesProblem(17, 100, 200)).toMatch(/^--jobs 17: .* use --jobs 16 or fewer, or raise the limit$/);
+    expect(openFilesProblem(4, 100, 40)).toMatch(/; raise the limit$/);
+    expect(openFilesProblem(10_000, 10_000, null)).toBeNull();
+  });
+
+  /** prun under `ulimit -n LIMIT` (soft and hard), as a user's shell would start it. */
+  const prunUnderLimit = (limit: number, args: string[], work: string) =>
+    execa('sh', ['-c', `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, prunBin, ...args], { env: box!.env, cwd: work, reject: false, extendEnv: false });
+
+  it('refuses, before making the batch directory, a --jobs whose running units one supervisor could not hold; a smaller batch under the same limit runs', async () => {
+    box = sandbox();
+    const work = join(box.root, 'work');
+    mkdirSync(work);
+    writeFileSync(join(work, 'plan.json'), JSON.stringify({ units: Array.from({ length: 50 }, (_, i) => planUnit(`u${i}`)) }));
+    const refused = await prunUnderLimit(200, ['batch', 'plan.json', '--dir', 'fanout', '--jobs', '50'], work);
+    expect(refused.exitCode).toBe(2);
+    expect(String(refused.stderr)).toBe(
+      "prun: --jobs 50: 50 units running at once need about 532 open files in the batch's supervisor, but this process may open only 200 (ulimit -n); use --jobs 16 or fewer, or raise the limit",
+    );
+    expect(existsSync(join(work, 'fanout'))).toBe(false);
+    expect(workerStarts(box.logDir)).toEqual({});
+    // --jobs beyond the plan's units costs nothing: three units under the same limit run.
+    writeFileSync(join(work, 'small.json'), JSON.stringify({ units: ['a', 'b', 'c'].map((id) => planUnit(id)) }));
+    const small = await prunUnderLimit(200, ['batch', 'small.json', '--dir', 'small', '--jobs', '50'], work);
+    expect(small.exitCode, String(small.stderr)).toBe(0);
+    expect(latestStatus(join(work, 'small'))).toEqual({ a: 'done', b: 'done', c: 'done' });
   }, 60_000);
 });
 

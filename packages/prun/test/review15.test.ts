@@ -155,8 +155,8 @@ describe('--jobs within the open-file limit (review15)', () => {
     expect(hardOpenFilesLimit(limits('unlimited', 'unlimited'))).toBeNull();
     expect(hardOpenFilesLimit(null)).toBeNull();
     expect(openFilesProblem(50, 3, 200)).toBeNull();
-    expect(openFilesProblem(16, 100, 200)).toBeNull();
-    expect(openFilesProblem(17, 100, 200)).toMatch(/^--jobs 17: .* use --jobs 16 or fewer, or raise the limit$/);
+    expect(openFilesProblem(14, 100, 200)).toBeNull();
+    expect(openFilesProblem(15, 100, 200)).toMatch(/^--jobs 15: .* use --jobs 14 or fewer, or raise the limit$/);
     expect(openFilesProblem(4, 100, 40)).toMatch(/; raise the limit$/);
     expect(openFilesProblem(10_000, 10_000, null)).toBeNull();
   });
@@ -173,7 +173,7 @@ describe('--jobs within the open-file limit (review15)', () => {
     const refused = await prunUnderLimit(200, ['batch', 'plan.json', '--dir', 'fanout', '--jobs', '50'], work);
     expect(refused.exitCode).toBe(2);
     expect(String(refused.stderr)).toBe(
-      "prun: --jobs 50: 50 units running at once need about 532 open files in the batch's supervisor, but this process may open only 200 (ulimit -n); use --jobs 16 or fewer, or raise the limit",
+      "prun: --jobs 50: 50 units running at once need about 632 open files in the batch's supervisor, but this process may open only 200 (ulimit -n); use --jobs 14 or fewer, or raise the limit",
     );
     expect(existsSync(join(work, 'fanout'))).toBe(false);
     expect(workerStarts(box.logDir)).toEqual({});

@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { BatchError, EXIT } from '../errors.js';
 
-/** Measured 7 per running unit (fake agy, `--jobs 10` and `20`), plus 3 for the pipes of its preflight calls, which start together. */
-export const FILES_PER_RUNNING_UNIT = 10;
+/** Measured 7 per running unit (fake agy, `--jobs 10` and `20`), plus two pipes each for its two preflight calls, which may run at once. */
+export const FILES_PER_RUNNING_UNIT = 12;
 /** What a supervisor holds whatever it runs (Node's own, its driver's socket, its log, a watcher): about 21. */
 export const SUPERVISOR_BASE_FILES = 32;
 

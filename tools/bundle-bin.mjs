@@ -21,6 +21,15 @@
 //                Node starts neither its ES module loader nor the thread pool that loader reads
 //                files through, which is most of what a short-lived bin spends over `node -e ''`.
 //                The entry must not await at its top level (CommonJS has no top-level await).
+// --edge         (with --cjs) kit's runBin and the command stay two chunks, as without --cjs:
+//                dist/bundle-edge-*.cjs (all that --version loads) and dist/bundle-command-*.cjs,
+//                which the entry requires only when its dynamic import of the command runs.
+// --code-cache   (with --cjs --edge) the command chunk gets a V8 code cache made now by this Node
+//                (dist/bundle-command-*.cjs.v8cache, after running the chunk's top level in a
+//                child process), and the entry loads the chunk through dist/bundle-load.cjs
+//                (tools/bundle-load.cjs), which uses the cache only for the exact source it was
+//                made from and when V8 accepts it (same version and flags), else compiles the
+//                source as require would. The command chunk must not use import().
 //
 // Output, all in dist/ so that `new URL('../package.json', import.meta.url)` still names the
 // package's manifest:
@@ -31,16 +40,19 @@
 //                                code only they load), and re-export stubs of dynamic imports
 // The library entries (dist/index.js, ...) stay tsc's output; only the bins use the bundle.
 // tools/release/meta.mjs knows these names (isBundleOutput) so that it does not call them stale.
-import { resolve, sep } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The prefix of every file this script writes into dist/. */
 export const BUNDLE_PREFIX = 'bundle-';
 
 /** Whether `relative` (a path inside dist/) is this script's output. */
 export function isBundleOutput(relative) {
-  return relative.startsWith(BUNDLE_PREFIX) && !relative.includes('/') && /\.c?js$/u.test(relative);
+  // A chunk, or a chunk's V8 code cache (--code-cache).
+  return relative.startsWith(BUNDLE_PREFIX) && !relative.includes('/') && /\.c?js(\.v8cache)?$/u.test(relative);
 }
 
 /** Whether a package's manifest builds its bins with this script. */
@@ -69,7 +81,8 @@ export function chunkGroups({ entries, lazy, eager = [] }) {
   ];
 }
 
-export async function bundleBins({ packageDir, entries, lazy = [], eager = [], cjs = false }) {
+export async function bundleBins({ packageDir, entries, lazy = [], eager = [], cjs = false, edge = false, codeCache = false }) {
+  if (codeCache && !(cjs && edge)) throw new Error('tools/bundle-bin.mjs: --code-cache needs --cjs --edge');
   const { rolldown } = await import('rolldown');
   const dist = `${resolve(packageDir, 'dist')}${sep}`;
   if (cjs) {
@@ -77,7 +90,7 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
     // file (it does not await at its top level, so its own dynamic import of the command is fine).
     for (const name of entries) {
       const entry = `${dist}${name}.js`;
-      const groups = chunkGroups({ entries: [], lazy, eager }).filter((group) => group.name === 'command');
+      const groups = chunkGroups({ entries: edge ? [entry] : [], lazy, eager }).filter((group) => edge || group.name === 'command');
       const bundle = await rolldown({ input: { [name]: entry }, platform: 'node', external: [/^node:/u], preserveEntrySignatures: 'allow-extension', logLevel: 'warn' });
       try {
         const { output } = await bundle.write({
@@ -89,6 +102,7 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
         });
         const problem = eagerLoadProblem(output);
         if (problem) throw new Error(problem);
+        if (codeCache) addCodeCache(dist, output);
       } finally {
         await bundle.close();
       }
@@ -124,6 +138,52 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
   }
 }
 
+/** The loader every --code-cache entry requires its command chunk through (tools/bundle-load.cjs). */
+const LOADER = `${BUNDLE_PREFIX}load.cjs`;
+
+/**
+ * --code-cache: the command chunk's V8 code cache, made by a fresh `node` without NODE_OPTIONS
+ * (its flags are part of what V8 checks) after running the chunk's top level, and the entry's
+ * `require` of that chunk replaced by the loader. A cache the same Node then rejects fails the build.
+ */
+function addCodeCache(dist, output) {
+  const chunks = output.filter((item) => item.type === 'chunk');
+  const command = chunks.find((chunk) => chunk.name === 'command');
+  if (!command) throw new Error('tools/bundle-bin.mjs: --code-cache found no command chunk');
+  if (/\bimport\(/u.test(command.code)) throw new Error(`tools/bundle-bin.mjs: --code-cache: ${command.fileName} uses import(), which the loader cannot run`);
+  copyFileSync(fileURLToPath(new URL('./bundle-load.cjs', import.meta.url)), join(dist, LOADER));
+  const required = `require("./${command.fileName}")`;
+  for (const chunk of chunks.filter((item) => item.isEntry)) {
+    const file = join(dist, chunk.fileName);
+    const text = readFileSync(file, 'utf8');
+    if (text.split(required).length !== 2) throw new Error(`tools/bundle-bin.mjs: --code-cache: ${chunk.fileName} does not require ${command.fileName} exactly once`);
+    writeFileSync(file, text.replace(required, `require("./${LOADER}")(__dirname, ${JSON.stringify(command.fileName)})`));
+  }
+  const chunkFile = join(dist, command.fileName);
+  const make = [
+    `const { readFileSync, writeFileSync } = require('node:fs');`,
+    `const { createHash } = require('node:crypto');`,
+    `const { compile } = require(${JSON.stringify(join(dist, LOADER))});`,
+    `const file = ${JSON.stringify(chunkFile)};`,
+    `const source = readFileSync(file, 'utf8');`,
+    `const { script } = compile(file, source, undefined);`,
+    `writeFileSync(file + '.v8cache', Buffer.concat([createHash('sha256').update(source).digest(), script.createCachedData()]));`,
+  ].join('\n');
+  const check = [
+    `const { readFileSync } = require('node:fs');`,
+    `const { compile } = require(${JSON.stringify(join(dist, LOADER))});`,
+    `const file = ${JSON.stringify(chunkFile)};`,
+    `const { script } = compile(file, readFileSync(file, 'utf8'), readFileSync(file + '.v8cache').subarray(32));`,
+    `process.exitCode = script.cachedDataRejected ? 1 : 0;`,
+  ].join('\n');
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  for (const [what, code] of [['make', make], ['check', check]]) {
+    const result = spawnSync(process.execPath, ['-e', code], { env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`tools/bundle-bin.mjs: --code-cache: could not ${what} ${command.fileName}.v8cache: ${result.stderr.trim() || `exit ${result.status ?? result.signal}`}`);
+  }
+}
+
 /**
  * What a start would load that only a dynamic import should: the entries, kit's runBin and the
  * command must import (statically) nothing but each other. A chunk outside them that they import
@@ -132,7 +192,12 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
  */
 export function eagerLoadProblem(output) {
   const chunks = output.filter((item) => item.type === 'chunk');
-  const eager = new Set(chunks.filter((chunk) => chunk.isEntry || chunk.name === 'edge' || chunk.name === 'command').map((chunk) => chunk.fileName));
+  // rolldown's own runtime helpers (about 2 kB) get a chunk of their own when an entry and its lazy
+  // chunks share them (a CommonJS bundle with two --lazy modules): loading that at start is fine.
+  const runtimeOnly = (chunk) => chunk.moduleIds.length > 0 && chunk.moduleIds.every((id) => id === '\0rolldown/runtime.js');
+  const eager = new Set(
+    chunks.filter((chunk) => chunk.isEntry || chunk.name === 'edge' || chunk.name === 'command' || runtimeOnly(chunk)).map((chunk) => chunk.fileName),
+  );
   for (const chunk of chunks) {
     if (!eager.has(chunk.fileName)) continue;
     const lazyOnes = chunk.imports.filter((file) => !eager.has(file) && chunks.some((other) => other.fileName === file));
@@ -149,15 +214,15 @@ export function eagerLoadProblem(output) {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const { values, positionals } = parseArgs({
-    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true }, eager: { type: 'string', multiple: true }, cjs: { type: 'boolean' } },
+    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true }, eager: { type: 'string', multiple: true }, cjs: { type: 'boolean' }, edge: { type: 'boolean' }, 'code-cache': { type: 'boolean' } },
     allowPositionals: true,
   });
   if (!values.entry?.length || positionals.length > 1) {
-    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ...] [--eager PATH ...] [--cjs]\n');
+    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ...] [--eager PATH ...] [--cjs [--edge [--code-cache]]]\n');
     process.exit(2);
   }
   try {
-    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [], eager: values.eager ?? [], cjs: values.cjs ?? false });
+    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [], eager: values.eager ?? [], cjs: values.cjs ?? false, edge: values.edge ?? false, codeCache: values['code-cache'] ?? false });
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(1);

@@ -52,7 +52,8 @@ function formatDiff(value, unit) {
 
 /** One line about the machine, for README tables: what the ratios were measured on. */
 export function machineLine() {
-  const ca = process.env.NODE_EXTRA_CA_CERTS ? ', NODE_EXTRA_CA_CERTS set' : '';
+  // The bench's own environment; each table's note says whether its measured processes had the variable.
+  const ca = process.env.NODE_EXTRA_CA_CERTS ? ', the bench run with NODE_EXTRA_CA_CERTS set (see each note for the measured processes)' : '';
   return `Node ${process.version}, ${process.platform} ${process.arch}, ${cpus().length} cores${ca}`;
 }
 

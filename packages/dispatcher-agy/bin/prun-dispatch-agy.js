@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Thin shim: starts the bundled bin (src/bin.ts with everything it loads, built by `pnpm build`:
-// tools/bundle-bin.mjs), so a start reads a few files instead of about fifty.
-import module from 'node:module';
-module.enableCompileCache?.();
-await import('../dist/bundle-bin.js');
+// Thin shim: starts the bundled bin (src/bin.ts with everything it loads, one CommonJS file
+// built by `pnpm build`: tools/bundle-bin.mjs --cjs). CommonJS (bin/package.json), so Node reads
+// it synchronously and starts neither its ES module loader nor a thread pool for the start.
+'use strict';
+require('node:module').enableCompileCache?.();
+require('../dist/bundle-bin.cjs');

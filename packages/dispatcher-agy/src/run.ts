@@ -123,7 +123,8 @@ class Dispatch {
   unit: Unit | null = null;
   /** How the worker will be started, decided before STATE-DIR. */
   plan: LaunchPlan | null = null;
-  helper: ChildProcess | null = null;
+  /** The preflight commands running now (`--version` and `models` run at once). */
+  readonly helpers = new Set<ChildProcess>();
   worker: WorkerProcess | null = null;
   interruptedBy: NodeJS.Signals | null = null;
   deadlineHit = false;
@@ -217,8 +218,7 @@ class Dispatch {
         break;
       case 'prelaunch': {
         if (this.stoppedWith !== null) return;
-        const helperPid = this.helper?.pid;
-        if (helperPid !== undefined) signalGroup(helperPid, 'SIGKILL');
+        for (const helper of this.helpers) if (helper.pid !== undefined) signalGroup(helper.pid, 'SIGKILL');
         const reason = `dispatcher received ${signal} before the Agy worker started`;
         this.stoppedWith = this.failEarly(reason, code);
         this.stopDispatch(this.stoppedWith);
@@ -473,7 +473,14 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
   return final;
 }
 
-/** README "How it works", step 5: `--version`, `models`, resolution; the final model or a Stop. */
+/**
+ * README "How it works", step 5: `--version`, `models`, resolution; the final model or a Stop.
+ *
+ * The two commands run at once (each under its own timeout) and are judged in the original's
+ * order, `--version` first: its timeout or failure is the outcome and `preflight-tail` holds only
+ * its output, exactly as when `models` ran after it; `models` is then killed (its group) and
+ * awaited. Either way the worker starts only after both have passed.
+ */
 async function preflight(run: Dispatch, config: DispatchConfig, routed: string): Promise<string> {
   const env = run.io.env;
   // A bad value is a UsageError (a CliError): the dispatch ends with its message, after STATE-DIR.
@@ -483,18 +490,28 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
 
   const parts: string[] = [];
   const writeTail = (): void => run.writeState(STATE_FILES.preflightTail, parts.join('\n'));
-  const step = async (args: string[]): Promise<CapturedRun> => {
+  const launch = (args: string[]): { child: () => ChildProcess | null; done: Promise<CapturedRun> } => {
     // Under the kernel's parent-death signal too: a preflight command must not outlive a
     // killed dispatcher either.
     const command = run.plan?.parentDeath === true ? underParentDeath([config.exe, ...args]) : [config.exe, ...args];
-    const result = await runCaptured(command[0]!, command.slice(1), {
+    let mine: ChildProcess | null = null;
+    const done = runCaptured(command[0]!, command.slice(1), {
       env,
       cwd: config.cwd,
       timeoutMs: timeoutSeconds * 1000,
       onStart: (child) => {
-        run.helper = child;
+        if (child !== null) {
+          mine = child;
+          run.helpers.add(child);
+        } else if (mine !== null) {
+          run.helpers.delete(mine);
+        }
       },
     });
+    return { child: () => mine, done };
+  };
+  /** One command's verdict, in the original's order; a Stop ends the preflight. */
+  const judge = (result: CapturedRun): void => {
     if (result.timedOut) {
       writeTail();
       throw stop(`preflight timed out after ${timeoutSeconds}s`, 124);
@@ -506,10 +523,20 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
       writeTail();
       throw stop("Antigravity preflight failed; run 'agy' interactively and sign in", 70);
     }
-    return result;
   };
-  await step(['--version']);
-  const models = await step(['models']);
+  const version = launch(['--version']);
+  const listing = launch(['models']);
+  try {
+    judge(await version.done);
+  } catch (error) {
+    // What `--version` decided stands: the listing is not needed, and nothing of it may stay.
+    const pid = listing.child()?.pid;
+    if (pid !== undefined) signalGroup(pid, 'SIGKILL');
+    await listing.done;
+    throw error;
+  }
+  const models = await listing.done;
+  judge(models);
   const outcome = resolveAgainstListing({
     model: routed,
     listing: parseListing(models.stdout),

@@ -25,6 +25,8 @@ export interface RunResult {
 
 export interface FakeCall {
   kind: 'version' | 'models' | 'usage' | 'worker';
+  /** When it started (ms since the epoch), logged first thing. */
+  time: number;
   argv: string[];
   cwd: string;
   pid: number;

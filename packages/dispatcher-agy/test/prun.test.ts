@@ -87,7 +87,8 @@ describe.concurrent('signals and deadline', () => {
         dispatcherPid = pid;
       },
     });
-    await waitFor(() => pids(pidFile).length === 1, 15_000, 'preflight command');
+    // --version hangs; models runs beside it and may already be done.
+    await waitFor(() => pids(pidFile).length >= 1, 15_000, 'preflight command');
     process.kill(dispatcherPid, 'SIGTERM');
     const res = await running;
     expect(res.code).toBe(143);
@@ -386,6 +387,50 @@ describe.concurrent('command line and settings', () => {
     });
     expect(res.code).toBe(0);
     expect(readState(res.stateDir, 'preflight-tail')).toBe('Antigravity CLI 1.2.0\n\n\ngemini-3.8-flash-high\n\nother-model\n\n');
+  });
+
+  test('--version and models run at once, and the worker starts only after both', async ({ expect }) => {
+    const r = root();
+    const res = await r.run({ env: { ANTIGRAVITY_PREFLIGHT: 'auto', FAKE_AGY_VERSION_DELAY_MS: '3000', FAKE_AGY_MODELS_DELAY_MS: '3000' } });
+    expect(res.code).toBe(0);
+    const started = (kind: string): number => r.calls().find((call) => call.kind === kind)!.time;
+    // One after the other, models would start 3 s after --version (and the worker 6 s after it).
+    expect(Math.abs(started('models') - started('version'))).toBeLessThan(3000);
+    expect(started('worker') - Math.max(started('version'), started('models'))).toBeGreaterThanOrEqual(3000);
+    expect(readState(res.stateDir, 'preflight-tail')).toBe('Antigravity CLI 1.2.0\n\n\ngemini-3.8-flash-high\n\n');
+  });
+
+  test('a failing --version still refuses before any worker starts, with only its output, and the listing is killed', async ({ expect }) => {
+    const r = root();
+    const pidFile = join(r.dir, 'pids');
+    const res = await r.run({
+      env: {
+        ANTIGRAVITY_PREFLIGHT: 'auto',
+        FAKE_AGY_VERSION_DELAY_MS: '2000',
+        FAKE_AGY_VERSION_EXIT: '1',
+        FAKE_AGY_VERSION_STDERR: 'broken install',
+        FAKE_AGY_MODELS_HANG: '1',
+        FAKE_AGY_PID_FILE: pidFile,
+      },
+    });
+    expect(res.code).toBe(70);
+    expect(res.stderr).toContain("Antigravity preflight failed; run 'agy' interactively and sign in");
+    // As when models ran after --version: the tail holds --version's output alone.
+    expect(readState(res.stateDir, 'preflight-tail')).toBe('\nbroken install\n');
+    expect(r.workerCalls()).toHaveLength(0);
+    expect(r.calls().map((call) => call.kind).sort()).toEqual(['models', 'version']);
+    // The hanging listing was killed and awaited before the dispatcher ended.
+    expect(pids(pidFile)).toHaveLength(2);
+    for (const pid of pids(pidFile)) expect(processRunning(pid)).toBe(false);
+  });
+
+  test('a --version timeout wins over a listing that would have passed', async ({ expect }) => {
+    const r = root();
+    const res = await r.run({ env: { ANTIGRAVITY_PREFLIGHT: 'auto', ANTIGRAVITY_PREFLIGHT_TIMEOUT_SECONDS: '1', FAKE_AGY_VERSION_HANG: '1' } });
+    expect(res.code).toBe(124);
+    expect(res.stderr).toContain('dispatch-task-agy: preflight timed out after 1s\n');
+    expect(readState(res.stateDir, 'preflight-tail')).toBe('');
+    expect(r.workerCalls()).toHaveLength(0);
   });
 
   test('preflight timeout is 124 and preflight failure is 70', async ({ expect }) => {

@@ -24,6 +24,7 @@ import {
   isRegularFile,
   parseAtomicTempName,
   readHead,
+  readHeadText,
   removeStaleTemps,
   sleepSync,
   tryFlock,
@@ -211,6 +212,30 @@ describe('readHead', () => {
     expect(readHead(join(dir, 'none'), { maxBytes: 10 })).toEqual({ ok: false, problem: 'absent' });
     writeFileSync(join(dir, 'file'), 'x');
     expect(readHead(join(dir, 'file', 'below'), { maxBytes: 10 })).toEqual({ ok: false, problem: 'ENOTDIR' });
+  });
+
+  test('readHeadText answers as readHead does, text only, for files, bounds and refusals', () => {
+    writeFileSync(join(dir, 'hello'), 'hello wörld');
+    writeFileSync(join(dir, 'file'), 'x');
+    const fifo = join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const cases: Array<[string, Parameters<typeof readHead>[1]]> = [
+      [join(dir, 'hello'), { maxBytes: 5 }],
+      [join(dir, 'hello'), { maxBytes: 12, overflow: 'refuse' }],
+      [join(dir, 'hello'), { maxBytes: 11, overflow: 'refuse' }],
+      [join(dir, 'hello'), { maxBytes: 3, offset: 6 }],
+      [join(dir, 'hello'), { maxBytes: 10, offset: 50 }],
+      [fifo, { maxBytes: 10 }],
+      [dir, { maxBytes: 10 }],
+      [join(dir, 'none'), { maxBytes: 10 }],
+      [join(dir, 'file', 'below'), { maxBytes: 10 }],
+    ];
+    for (const [path, options] of cases) {
+      const head = readHead(path, options);
+      const expected = head.ok ? { ok: true, text: head.text, truncated: head.truncated } : head;
+      expect(readHeadText(path, options)).toEqual(expected);
+    }
+    expect(readHeadText(join(dir, 'hello'), { maxBytes: 12 })).toEqual({ ok: true, text: 'hello wörld', truncated: false });
   });
 
   test('an unreadable file gives its error code', async () => {

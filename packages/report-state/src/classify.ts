@@ -1,6 +1,9 @@
 import { posix } from 'node:path';
 import { pyErrorName, pyStrip } from '@prun/kit/py';
-import type { EntryRead } from '@prun/unit-state';
+import type { EntryProblem } from '@prun/unit-state';
+
+/** What a read of a state entry gave: its text, or why not (unit-state's EntryRead is one). */
+export type EntryText = { ok: true; text: string } | { ok: false; problem: EntryProblem };
 
 /** How far the unit's `result-file` entry got us towards a result path. */
 export type ResultPathState = 'resolved' | 'absent-entry' | 'invalid-entry' | 'unreadable';
@@ -65,7 +68,7 @@ function normalizeBelow(unit: string, entry: string): string | null {
  * First half of the result classification: what the `result-file` entry says. Either a final
  * outcome (absent, unreadable, invalid entry) or the target path to observe next.
  */
-export function resolveEntry(entry: EntryRead, unit: string): ResultOutcome | ResultTarget {
+export function resolveEntry(entry: EntryText, unit: string): ResultOutcome | ResultTarget {
   if (!entry.ok) {
     if (entry.problem === 'absent') return unresolved('absent-entry');
     return unresolved('unreadable', { stage: 'result-entry', error: pyErrorName(entry.problem) });
@@ -112,7 +115,7 @@ export function tailBytesOf(fact: StatFact): { bytes: number | null; error: Unit
 }
 
 /** `legacy_pid_unverified`: the stripped text, never interpreted; null when unavailable. */
-export function legacyPidOf(entry: EntryRead): { value: string | null; error: UnitError | null } {
+export function legacyPidOf(entry: EntryText): { value: string | null; error: UnitError | null } {
   if (entry.ok) return { value: pyStrip(entry.text), error: null };
   if (entry.problem === 'absent') return { value: null, error: null };
   return { value: null, error: { stage: 'legacy-pid', error: pyErrorName(entry.problem) } };

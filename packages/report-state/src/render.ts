@@ -1,6 +1,5 @@
 import { printable } from '@prun/kit/cli';
 import { toAsciiJson } from '@prun/kit/py';
-import { basename } from 'node:path';
 import { codePointLength, codePointSlice } from './names.js';
 import { SAFETY_LINES, SAFETY_SENTENCE, SCHEMA_VERSION, isPartial, type Report, type Summary, type UnitRecord } from './report.js';
 
@@ -41,8 +40,13 @@ function padStart(text: string, width: number): string {
   return ' '.repeat(Math.max(0, width - codePointLength(text))) + text;
 }
 
+// Printable ASCII only: one UTF-16 unit per code point and nothing for printable() to escape, so
+// a name can be measured and cut by .length and .slice (the usual name; 10,000 of them per run).
+const PLAIN_ASCII = /^[\x20-\x7e]*$/;
+
 /** An integer with `,` thousands separators (Python's `{:,}`). */
 export function groupThousands(n: number): string {
+  if (n >= 0 && n < 1000) return String(n);
   const digits = String(Math.abs(n));
   const grouped = digits.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   return n < 0 ? `-${grouped}` : grouped;
@@ -71,16 +75,35 @@ function header(includeLegacyPid: boolean): string {
   return includeLegacyPid ? `${line}  legacy_pid_unverified` : line;
 }
 
-function recordLines(record: UnitRecord, includeLegacyPid: boolean): string[] {
+/** The column text of a unit: its base name escaped, cut to the column and padded to it. */
+function nameColumn(unit: string): string {
+  // The part after the last `/` (a unit path never ends in one), as basename() gives it.
+  const name = unit.slice(unit.lastIndexOf('/') + 1);
+  if (PLAIN_ASCII.test(name)) return name.length >= UNIT_WIDTH ? name.slice(0, UNIT_WIDTH) : name + ' '.repeat(UNIT_WIDTH - name.length);
   // Escaped before it is cut to the column: a newline or escape sequence in a directory name
   // must not start a table line of its own or move the cursor (--json keeps the real name).
-  const name = codePointSlice(printable(basename(record.unit)), UNIT_WIDTH);
+  return padEnd(codePointSlice(printable(name), UNIT_WIDTH), UNIT_WIDTH);
+}
+
+// The result and path-state columns hold one of a few ASCII words: padded once, not per unit.
+const RESULT_COLUMN: Readonly<Record<string, string>> = Object.fromEntries(
+  ['present', 'empty', 'missing', 'unknown'].map((word) => [word, padEnd(word, RESULT_WIDTH)]),
+);
+const PATH_COLUMN: Readonly<Record<string, string>> = Object.fromEntries(
+  ['resolved', 'absent-entry', 'invalid-entry', 'unreadable'].map((word) => [word, padEnd(word, PATH_WIDTH)]),
+);
+
+/** One unit's table line and its error lines, each ending in a newline. */
+function recordText(record: UnitRecord, includeLegacyPid: boolean): string {
+  // ASCII (digits and commas, or `?`): its length is its width.
   const bytes = record.tail_bytes === null ? '?' : groupThousands(record.tail_bytes);
-  let line =
-    `${padEnd(name, UNIT_WIDTH)} ${padEnd(record.result, RESULT_WIDTH)} ` +
-    `${padEnd(record.result_path_state, PATH_WIDTH)} ${padStart(bytes, BYTES_WIDTH)}`;
-  if (includeLegacyPid) line += `  ${record.legacy_pid_unverified || '-'}`;
-  return [line, ...record.errors.map((e) => `    error [${e.stage}]: ${printable(e.error)}`)];
+  let text =
+    `${nameColumn(record.unit)} ${RESULT_COLUMN[record.result] ?? padEnd(record.result, RESULT_WIDTH)} ` +
+    `${PATH_COLUMN[record.result_path_state] ?? padEnd(record.result_path_state, PATH_WIDTH)} ${bytes.length >= BYTES_WIDTH ? bytes : ' '.repeat(BYTES_WIDTH - bytes.length) + bytes}`;
+  if (includeLegacyPid) text += `  ${record.legacy_pid_unverified || '-'}`;
+  text += '\n';
+  for (const e of record.errors) text += `    error [${e.stage}]: ${printable(e.error)}\n`;
+  return text;
 }
 
 function summaryLines(summary: Summary): string[] {
@@ -106,8 +129,10 @@ export interface OutputChunk {
  */
 export function renderText(report: Report, binName: string): OutputChunk[] {
   const head = header(report.includeLegacyPid);
-  const table = [head, '-'.repeat(head.length), ...report.shown.flatMap((r) => recordLines(r, report.includeLegacyPid))];
-  const chunks: OutputChunk[] = [{ stream: 'stdout', text: lines(table) }];
+  // One string grown line by line: no array of 10,000 lines to join.
+  let table = lines([head, '-'.repeat(head.length)]);
+  for (const record of report.shown) table += recordText(record, report.includeLegacyPid);
+  const chunks: OutputChunk[] = [{ stream: 'stdout', text: table }];
   if (report.discoveryErrors.length > 0) {
     const failures = report.discoveryErrors.map(
       (e) => `${binName}: discovery failed: ${printable(e.stage === 'root' ? e.root : e.unit)} (${printable(e.error)})`,

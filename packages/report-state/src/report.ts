@@ -64,10 +64,9 @@ export interface Summary {
   unresolved_units: number;
 }
 
-function countFirstSeen(values: readonly string[]): Record<string, number> {
-  const counts = new Map<string, number>();
-  for (const value of values) counts.set(value, (counts.get(value) ?? 0) + 1);
-  return Object.fromEntries(counts);
+/** Adds one to `counts[key]`: keys stay in first-seen order (they are words, never integer-like). */
+function countInto(counts: Record<string, number>, key: string): void {
+  counts[key] = (counts[key] ?? 0) + 1;
 }
 
 /**
@@ -79,7 +78,11 @@ export function buildSummary(records: readonly UnitRecord[]): Summary {
   let missingOrEmptyUnits = 0;
   let unresolvedBytes = 0;
   let unresolvedUnits = 0;
+  const byResult: Record<string, number> = {};
+  const byPathState: Record<string, number> = {};
   for (const record of records) {
+    countInto(byResult, record.result);
+    countInto(byPathState, record.result_path_state);
     const bytes = record.tail_bytes ?? 0;
     if (bytes <= 0) continue;
     if (record.result === 'missing' || record.result === 'empty') {
@@ -92,8 +95,8 @@ export function buildSummary(records: readonly UnitRecord[]): Summary {
   }
   return {
     units: records.length,
-    by_result: countFirstSeen(records.map((r) => r.result)),
-    by_path_state: countFirstSeen(records.map((r) => r.result_path_state)),
+    by_result: byResult,
+    by_path_state: byPathState,
     missing_or_empty_result_bytes: missingOrEmptyBytes,
     missing_or_empty_result_units: missingOrEmptyUnits,
     unresolved_bytes: unresolvedBytes,
@@ -110,13 +113,21 @@ export interface DisplayOptions {
 
 /** The listed units: a display filter (unknown tail counts as 0), then the chosen order. */
 export function selectShown(records: readonly UnitRecord[], { minTailBytes, sort }: DisplayOptions): UnitRecord[] {
-  const shown = records.filter((r) => (r.tail_bytes ?? 0) >= minTailBytes);
-  // Without a surrogate anywhere, UTF-16 order (the native comparison) is code point order.
-  const plain = !shown.some((r) => hasSurrogate(r.unit));
+  // A tail is never negative, so a bound of 0 or less (the default) hides nothing.
+  const shown = minTailBytes <= 0 ? records.slice() : records.filter((r) => (r.tail_bytes ?? 0) >= minTailBytes);
+  // Without a surrogate anywhere, UTF-16 order (the native comparison) is code point order; and
+  // records in discovery order from one root are in path order already, which one pass can tell.
+  let plain = true;
+  let inPathOrder = true;
+  for (let i = 0; i < shown.length; i += 1) {
+    const unit = shown[i]!.unit;
+    if (plain && hasSurrogate(unit)) plain = false;
+    if (inPathOrder && i > 0 && !(shown[i - 1]!.unit < unit)) inPathOrder = false;
+  }
   const byPath = plain
     ? (a: UnitRecord, b: UnitRecord): number => (a.unit < b.unit ? -1 : a.unit > b.unit ? 1 : 0)
     : (a: UnitRecord, b: UnitRecord): number => compareCodePoints(a.unit, b.unit);
-  if (sort === 'path') return shown.sort(byPath);
+  if (sort === 'path') return plain && inPathOrder ? shown : shown.sort(byPath);
   return shown.sort((a, b) => (b.tail_bytes ?? 0) - (a.tail_bytes ?? 0) || byPath(a, b));
 }
 

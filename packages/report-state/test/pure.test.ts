@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EntryRead } from '@prun/unit-state';
+import { printable } from '@prun/kit/cli';
 import { pyJsonDumps } from '@prun/kit/py';
 import {
   LEGAL_RESULT_PAIRS,
@@ -172,6 +173,19 @@ describe('records and summary', () => {
     expect(Object.keys(summary.by_result)).toEqual(['unknown', 'missing', 'present', 'empty']);
   });
 
+  it('orders by path whatever order the records come in: sorted, roots out of order, surrogates', () => {
+    const units = (list: UnitRecord[]): string[] => selectShown(list, { minTailBytes: 0, sort: 'path' }).map((r) => r.unit);
+    const sorted = ['/a/prun-task-1', '/a/prun-task-2', '/b/prun-task-1'];
+    expect(units(sorted.map((unit) => record({ unit })))).toEqual(sorted);
+    // Two roots given as /b then /a: discovery order is not path order.
+    expect(units(['/b/prun-task-1', '/a/prun-task-1', '/a/prun-task-2'].map((unit) => record({ unit })))).toEqual(sorted);
+    // In UTF-16 order (as discovery might list them) but not in code point order: U+FF5E sorts before U+1F600.
+    const astral = ['/r/prun-task-\u{1f600}', '/r/prun-task-\uff5e'];
+    expect(units(astral.map((unit) => record({ unit })))).toEqual([...astral].reverse());
+    // Equal paths (the same unit given twice cannot happen, but the order must still be stable).
+    expect(units([record({ unit: '/r/prun-task-x', tail_bytes: 1 }), record({ unit: '/r/prun-task-x', tail_bytes: 2 })]).length).toBe(2);
+  });
+
   it('filters for display only and sorts by path or by tail bytes (null as 0), ties by path', () => {
     const records = [
       record({ unit: '/r/prun-task-c', tail_bytes: 5 }),
@@ -239,6 +253,48 @@ describe('text formatting', () => {
       'prun-task-this-is-a-very-long-unit-name-that-exceeds unknown   unreadable              ?  -',
     );
     expect(out[4]).toBe('    error [result-entry]: NotARegularFile');
+  });
+});
+
+describe('text table lines', () => {
+  // The rule, written out the slow way: the base name escaped by printable(), cut to 52 code
+  // points and padded to them, then the padded result and path words and the grouped bytes.
+  const expectedLine = (r: UnitRecord): string => {
+    const name = [...printable(r.unit.slice(r.unit.lastIndexOf('/') + 1))].slice(0, 52);
+    const bytes = r.tail_bytes === null ? '?' : r.tail_bytes.toLocaleString('en-US');
+    return `${name.join('')}${' '.repeat(52 - name.length)} ${r.result.padEnd(9)} ${r.result_path_state.padEnd(13)} ${bytes.padStart(11)}`;
+  };
+  const tableLines = (records: UnitRecord[]): string[] =>
+    renderText(
+      buildReport({ roots: ['/r'], discoveryErrors: [], records, display: { minTailBytes: 0, sort: 'path' }, withSummary: false, includeLegacyPid: false }),
+      'bin',
+    )[0]!.text.split('\n').slice(2, -1);
+
+  it('measures, cuts and pads names by code point, escaped first, ASCII or not', () => {
+    const names = [
+      'prun-task-a',
+      `prun-task-${'x'.repeat(41)}`, // 51 characters
+      `prun-task-${'x'.repeat(42)}`, // exactly the column
+      `prun-task-${'x'.repeat(60)}`,
+      `prun-task-${'é'.repeat(50)}`,
+      `prun-task-${'😀'.repeat(45)}`,
+      'prun-task-tab\there\\and-backslash',
+      `prun-task-${'\u0001'.repeat(20)}`,
+      'prun-task-\u2028line',
+      'prun-task-\udcffbyte',
+    ];
+    const records = names.map((name, i) => record({ unit: `/r/${name}`, tail_bytes: i * 999_999 }));
+    // Order is the sort's business (tested above): the lines are compared as a set.
+    expect(tableLines(records).sort()).toEqual(records.map(expectedLine).sort());
+  });
+
+  it('matches the rule for any name and tail size', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 80 }), fc.option(fc.integer({ min: 0, max: 2 ** 53 - 1 })), (name, bytes) => {
+        const r = record({ unit: `/r/prun-task-${name.replaceAll('/', '_')}`, tail_bytes: bytes });
+        expect(tableLines([r])).toEqual([expectedLine(r)]);
+      }),
+    );
   });
 });
 

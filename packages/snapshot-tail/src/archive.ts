@@ -1,4 +1,4 @@
-import { readSync, writeSync } from 'node:fs';
+import { constants, readSync, writeSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { pyListRepr, pyRepr } from '@prun/kit/py';
@@ -102,7 +102,9 @@ function writeFullySync(fd: number, data: Buffer, position: number): void {
  * is needed. The manifest is made (by `manifestFor`) once the last tail byte has been read and
  * hashed. `tail.bin` always carries ZIP64 sizes (as the Python original wrote it), so a member
  * past 4 GiB needs no different layout. `hasher` defaults to one sized for the tail; `out` is
- * closed when this returns or throws. Returns the manifest written.
+ * closed when this returns or throws. With `readBack`, every piece of `tail.bin` is read back
+ * from the archive file right after it is written (see `TrailingReader`). Returns the manifest
+ * written.
  */
 export async function writeArchive(
   out: FileHandle,
@@ -110,6 +112,7 @@ export async function writeArchive(
   manifestFor: (copy: CopyResult) => Manifest,
   io: SourceIo = defaultSourceIo,
   hasher?: ChunkHasher,
+  readBack?: TrailingReader,
 ): Promise<Manifest> {
   const ownHasher = hasher ?? createChunkHasher(tail.sizeAtOpen);
   try {
@@ -117,8 +120,22 @@ export async function writeArchive(
     const tailMember = { name: TAIL_MEMBER, size: 0, crc32: 0, localHeaderOffset: 0, forceZip64: true, mtime, mode: MEMBER_MODE };
     const placeholder = localHeader(tailMember);
     await writeFully(out, placeholder, 0);
-    const copy = await copyBounded(tail, io, ownHasher, (chunk, position) => writeFullySync(out.fd, chunk, placeholder.length + position));
-    Object.assign(tailMember, { size: copy.bytesCopied, crc32: copy.crc32 });
+    const dataStart = placeholder.length;
+    readBack?.begin(dataStart);
+    const copy = await copyBounded(
+      tail,
+      io,
+      ownHasher,
+      (chunk, position) => {
+        writeFullySync(out.fd, chunk, dataStart + position);
+        // Once the write has returned, the file holds these bytes: read them back from it now.
+        return readBack?.follow(dataStart + position, chunk.length);
+      },
+      // With a read-back, tail.bin's CRC-32 is that of the bytes read back from the archive file
+      // (one CRC pass, not two); they are proved equal to the copied bytes by SHA-256.
+      { crc32: readBack === undefined },
+    );
+    Object.assign(tailMember, { size: copy.bytesCopied, crc32: readBack === undefined ? copy.crc32 : readBack.crc32() });
     const manifest = manifestFor(copy);
     const body = manifestBytes(manifest);
     const manifestMember: MemberRecord = {
@@ -181,6 +198,118 @@ async function readExactly(handle: FileHandle, target: Buffer, position: number)
   return target;
 }
 
+/** Fill `target` from `fd` at `position` with direct system calls, or fail as a truncated archive. */
+function readExactlySync(fd: number, target: Buffer, position: number): void {
+  for (let done = 0; done < target.length; ) {
+    const bytesRead = readSync(fd, target, done, target.length - done, position + done);
+    if (bytesRead === 0) throw new ZipFormatError('unexpected end of archive');
+    done += bytesRead;
+  }
+}
+
+/**
+ * What a `TrailingReader` read back of `tail.bin` while the archive was written: `length` bytes
+ * from offset `start` of the archive file, their SHA-256 and CRC-32; or the failure that stopped
+ * it (reported by the validation where it reads `tail.bin`, as a failed read after close would be).
+ */
+export type ReadBack = ReadBackRegion | { failure: unknown };
+
+/** The region of the archive file a `TrailingReader` read back in full. */
+export interface ReadBackRegion {
+  start: number;
+  length: number;
+  sha256: string;
+  crc32: number;
+}
+
+/**
+ * The validation's read of `tail.bin`, moved forward so it overlaps the copy: a second reader
+ * that trails the writer through its own read-only descriptor of the temporary archive, reading
+ * each piece of the data region back from the file (never from the buffers that were written)
+ * as soon as the write has returned, into its own slots of the hasher (stream 1, hashed on the
+ * same thread as the copy's stream 0, while this thread reads and writes). `validateArchive`
+ * then checks, against the closed file, that `tail.bin`'s data is exactly the region read back.
+ * A failure to open or read is kept and reported there, in the contract's order.
+ */
+export class TrailingReader {
+  private start = -1;
+  private length = 0;
+  private crc = 0;
+  private failure: unknown = undefined;
+  private readonly cycle: SlotCycle | undefined;
+
+  private constructor(
+    private readonly handle: FileHandle | undefined,
+    private readonly hasher: ChunkHasher,
+    private readonly stream: number,
+    failure: unknown,
+  ) {
+    this.failure = failure;
+    this.cycle = failure === undefined ? new SlotCycle(hasher, stream) : undefined;
+  }
+
+  /**
+   * Open `path` read-only (never following a symlink) and make sure it is the very file `writer`
+   * writes (same device and inode), for reading it back into `hasher`'s `stream` (default 1).
+   */
+  static async open(path: string, writer: FileHandle, hasher: ChunkHasher, stream = 1): Promise<TrailingReader> {
+    let handle: FileHandle | undefined;
+    try {
+      handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+      const [mine, written] = await Promise.all([handle.stat(), writer.stat()]);
+      if (mine.dev !== written.dev || mine.ino !== written.ino) throw new ZipFormatError(`${path} is not the file being written`);
+      return new TrailingReader(handle, hasher, stream, undefined);
+    } catch (error) {
+      await handle?.close().catch(() => undefined);
+      return new TrailingReader(undefined, hasher, stream, error);
+    }
+  }
+
+  /** The archive offset where `tail.bin`'s data begins: the first byte `follow` will read. */
+  begin(start: number): void {
+    this.start = start;
+    this.length = 0;
+  }
+
+  /** Read back the `length` bytes just written at `position` (each call continues the last). */
+  async follow(position: number, length: number): Promise<void> {
+    if (this.failure !== undefined || this.handle === undefined || this.cycle === undefined) return;
+    if (position !== this.start + this.length) {
+      this.failure = new ZipFormatError(`the read-back of ${TAIL_MEMBER} lost its place (at ${this.start + this.length}, asked for ${position})`);
+      return;
+    }
+    for (let done = 0; done < length; ) {
+      const slot = await this.cycle.take();
+      const piece = slot.subarray(0, Math.min(slot.length, length - done));
+      try {
+        readExactlySync(this.handle.fd, piece, position + done);
+      } catch (error) {
+        this.failure = error;
+        return;
+      }
+      this.cycle.push(piece);
+      this.crc = crc32(piece, this.crc);
+      done += piece.length;
+      this.length += piece.length;
+    }
+  }
+
+  /** The CRC-32 of what was read back so far (0 once the read-back has failed: nothing will be published). */
+  crc32(): number {
+    return this.failure === undefined ? this.crc >>> 0 : 0;
+  }
+
+  /** What was read back, once its last piece is hashed. */
+  async finish(): Promise<ReadBack> {
+    if (this.failure !== undefined) return { failure: this.failure };
+    return { start: this.start, length: this.length, sha256: await this.hasher.digest(this.stream), crc32: this.crc >>> 0 };
+  }
+
+  async close(): Promise<void> {
+    await this.handle?.close().catch(() => undefined);
+  }
+}
+
 /** SHA-256 and CRC-32 of `length` bytes at `start`, read into the hasher's slots ahead of the hash. */
 async function digestRange(handle: FileHandle, start: number, length: number, hasher: ChunkHasher): Promise<{ sha256: string; crc32: number }> {
   const cycle = new SlotCycle(hasher);
@@ -189,16 +318,23 @@ async function digestRange(handle: FileHandle, start: number, length: number, ha
     const slot = await cycle.take();
     const chunk = slot.subarray(0, Math.min(slot.length, length - position));
     // Direct system calls, as in the copy (see writeFullySync).
-    for (let done = 0; done < chunk.length; ) {
-      const bytesRead = readSync(handle.fd, chunk, done, chunk.length - done, start + position + done);
-      if (bytesRead === 0) throw new ZipFormatError('unexpected end of archive');
-      done += bytesRead;
-    }
+    readExactlySync(handle.fd, chunk, start + position);
     cycle.push(chunk);
     crc = crc32(chunk, crc);
     position += chunk.length;
   }
   return { sha256: await hasher.digest(), crc32: crc >>> 0 };
+}
+
+/** The read-back, provided it covered exactly `tail.bin`'s data in the closed archive; else why not. */
+function readBackRegion(readBack: ReadBack, start: number, length: number): ReadBackRegion {
+  if ('failure' in readBack) throw readBack.failure;
+  if (readBack.start !== start || readBack.length !== length) {
+    throw new ZipFormatError(
+      `${TAIL_MEMBER} in the closed archive (${length} bytes at offset ${start}) is not what was read back (${readBack.length} bytes at offset ${readBack.start})`,
+    );
+  }
+  return readBack;
 }
 
 function checkCrc(entry: CentralEntry, actual: number): void {
@@ -212,8 +348,13 @@ function checkCrc(entry: CentralEntry, actual: number): void {
  * and SHA-256 (`expected.bytes_copied`, `expected.sha256`). Every failure is a SnapshotError with
  * exit 5. `tail.bin` is read in large pieces while `hasher` (by default one sized for it) hashes
  * the previous ones, never held in memory.
+ *
+ * With `readBack` (what a `TrailingReader` read of this file while it was written), `tail.bin`
+ * is not read a second time: its data offset and size in the closed archive must be exactly the
+ * region read back (else `archive did not validate: ...`, where a failed read would fail), and
+ * the CRC-32, length and SHA-256 checks use what was read back.
  */
-export async function validateArchive(path: string, expected: Record<string, unknown>, hasher?: ChunkHasher): Promise<void> {
+export async function validateArchive(path: string, expected: Record<string, unknown>, hasher?: ChunkHasher, readBack?: ReadBack): Promise<void> {
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');
@@ -250,7 +391,12 @@ export async function validateArchive(path: string, expected: Record<string, unk
         const start = dataOffset(await readAt(entry.localHeaderOffset, LOCAL_HEADER_BYTES), entry);
         if (entry.compressedSize !== entry.uncompressedSize) throw new ZipFormatError(`${entry.name} has disagreeing stored sizes`);
         if (start + entry.compressedSize > centralOffset) throw new ZipFormatError(`${entry.name} runs into the central directory`);
-        if (entry.name === TAIL_MEMBER) {
+        if (entry.name === TAIL_MEMBER && readBack !== undefined) {
+          const region = readBackRegion(readBack, start, entry.compressedSize);
+          checkCrc(entry, region.crc32);
+          tailLength = region.length;
+          tailDigest = region.sha256;
+        } else if (entry.name === TAIL_MEMBER) {
           ownHasher = hasher ?? createChunkHasher(entry.compressedSize);
           const digest = await digestRange(handle, start, entry.compressedSize, ownHasher);
           checkCrc(entry, digest.crc32);

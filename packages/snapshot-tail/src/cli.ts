@@ -1,7 +1,7 @@
-import { setFlagsFromString } from 'node:v8';
 import { STOP_SIGNALS, commandMain, packageVersion } from '@prun/kit/cli';
 import { renderHelp } from '@prun/kit/spec';
 import { EXIT, SnapshotError } from './errors.js';
+import { keepToTheInterpreter } from './interpreter.js';
 import { BIN, USAGE, UsageError, parseArgs, parseEnv } from './options.js';
 import { SPEC } from './spec.js';
 
@@ -26,16 +26,6 @@ function onSignal(signal: NodeJS.Signals): void {
   if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
 }
 
-// A snapshot's JavaScript only hands 1 MiB buffers between native steps (read, SHA-256, CRC-32,
-// write), so V8's optimizing tiers win nothing here, while compiling a 1 GiB run's hot loops
-// would touch about 5 MiB more of compiler code and zones (peak RSS). Process-wide, so only for
-// this command's own process (the bin, or `prun snapshot-tail`), never in the library.
-function keepToTheInterpreter(): void {
-  setFlagsFromString('--no-turbofan');
-  setFlagsFromString('--no-maglev');
-  setFlagsFromString('--no-sparkplug');
-}
-
 async function run(argv: string[]): Promise<void> {
   let parsed;
   try {
@@ -55,6 +45,7 @@ async function run(argv: string[]): Promise<void> {
   const { options } = parsed;
   for (const name of STOP_SIGNALS) process.on(name, onSignal);
   try {
+    // Already done by the bin before anything loaded; a host (`prun snapshot-tail`) gets it here.
     keepToTheInterpreter();
     const [{ snapshotTail, removeLiveTemporaryFiles: removeTemps }, { renderJson, renderText }] = await Promise.all([
       loadSnapshot(),

@@ -14,9 +14,17 @@ import { Worker } from 'node:worker_threads';
  * no event-loop turn on either side.
  */
 export interface ChunkHasher {
+  /** The slots of stream 0 (`slotsOf(0)`). */
   readonly slots: readonly Buffer[];
-  /** Queue `chunk` (a view of one of `slots`) after everything pushed before; returns its ticket. */
-  push(chunk: Buffer): number;
+  /** How many independent hashes this hasher keeps (each with its own slots). */
+  readonly streams: number;
+  /** The reusable slots of `stream`: chunks of that stream live in them. */
+  slotsOf(stream: number): readonly Buffer[];
+  /**
+   * Queue `chunk` (a view of one of this hasher's slots) for the hash of `stream` (default 0),
+   * after everything pushed before to any stream; returns its ticket.
+   */
+  push(chunk: Buffer, stream?: number): number;
   /**
    * Block the calling thread for at most `timeoutMs` until the chunk of `ticket` is hashed;
    * true once it is. Nothing else runs meanwhile, so callers keep the timeout short and fall
@@ -25,8 +33,9 @@ export interface ChunkHasher {
   waitSync(ticket: number, timeoutMs: number): boolean;
   /** Resolves once the chunk of `ticket` is hashed; rejects if hashing failed. */
   wait(ticket: number): Promise<void>;
-  update(chunk: Buffer): Promise<void>;
-  digest(): Promise<string>;
+  update(chunk: Buffer, stream?: number): Promise<void>;
+  /** The hex digest of everything pushed to `stream` (default 0) since its last digest; starts it afresh. */
+  digest(stream?: number): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -55,24 +64,59 @@ const ALLOCATION_HEADER_BYTES = 16;
  * which measures as fast as aligned.
  */
 export function pageAlignedSlots<T extends ArrayBufferLike>(make: (bytes: number) => T, slotBytes: number, count: number): { memory: T; slots: Buffer[] } {
+  const { memory, byStream } = slotsForStreams(make, [{ slotBytes, count }]);
+  return { memory, slots: byStream[0]! };
+}
+
+/** How many slots of how many bytes a stream of a hasher gets. */
+interface StreamLayout {
+  slotBytes: number;
+  count: number;
+}
+
+/** One block holding every stream's slots side by side, each on a page boundary (see pageAlignedSlots) when the slots before it are whole pages. */
+function slotsForStreams<T extends ArrayBufferLike>(make: (bytes: number) => T, layouts: readonly StreamLayout[]): { memory: T; byStream: Buffer[][] } {
   const lead = PAGE_BYTES - ALLOCATION_HEADER_BYTES;
-  const memory = make(lead + slotBytes * count);
-  const slots = Array.from({ length: count }, (_, index) => Buffer.from(memory, lead + index * slotBytes, slotBytes));
-  return { memory, slots };
+  const memory = make(lead + layouts.reduce((sum, layout) => sum + layout.slotBytes * layout.count, 0));
+  let offset = lead;
+  const byStream = layouts.map((layout) =>
+    Array.from({ length: layout.count }, () => {
+      const slot = Buffer.from(memory, offset, layout.slotBytes);
+      offset += layout.slotBytes;
+      return slot;
+    }),
+  );
+  return { memory, byStream };
+}
+
+function checkStream(stream: number, streams: number): void {
+  if (!Number.isInteger(stream) || stream < 0 || stream >= streams) throw new RangeError(`no hash stream ${stream} (this hasher has ${streams})`);
 }
 
 class InlineHasher implements ChunkHasher {
   readonly slots: readonly Buffer[];
-  private hash: Hash = createHash('sha256');
+  private readonly byStream: Buffer[][];
+  private readonly hashes: Hash[];
   private pushed = 0;
 
-  constructor(slotBytes: number, count: number) {
-    this.slots = pageAlignedSlots((bytes) => new ArrayBuffer(bytes), slotBytes, count).slots;
+  readonly streams: number;
+
+  constructor(layouts: readonly StreamLayout[]) {
+    this.streams = layouts.length;
+    ({ byStream: this.byStream } = slotsForStreams((bytes) => new ArrayBuffer(bytes), layouts));
+    this.slots = this.byStream[0]!;
+    this.hashes = this.byStream.map(() => createHash('sha256'));
+  }
+
+  slotsOf(stream: number): readonly Buffer[] {
+    checkStream(stream, this.streams);
+    return this.byStream[stream]!;
   }
 
   // Hashed before push returns: every ticket is done at once.
-  push(chunk: Buffer): number {
-    this.hash.update(chunk);
+  push(chunk: Buffer, stream = 0): number {
+    checkStream(stream, this.streams);
+    this.hashes[stream]!.update(chunk);
     return this.pushed++;
   }
 
@@ -84,14 +128,23 @@ class InlineHasher implements ChunkHasher {
     return Promise.resolve();
   }
 
-  update(chunk: Buffer): Promise<void> {
-    this.push(chunk);
+  update(chunk: Buffer, stream = 0): Promise<void> {
+    try {
+      this.push(chunk, stream);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return Promise.resolve();
   }
 
-  digest(): Promise<string> {
-    const hex = this.hash.digest('hex');
-    this.hash = createHash('sha256');
+  digest(stream = 0): Promise<string> {
+    try {
+      checkStream(stream, this.streams);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const hex = this.hashes[stream]!.digest('hex');
+    this.hashes[stream] = createHash('sha256');
     return Promise.resolve(hex);
   }
 
@@ -101,16 +154,19 @@ class InlineHasher implements ChunkHasher {
 }
 
 // The shared control block: two counters the threads hand chunks over with, a stop flag, and a
-// ring of [byteOffset, length] entries, one per pushed request (length -1 asks for the digest).
+// ring of [byteOffset, length, stream] entries, one per pushed request (length -1 asks for that
+// stream's digest).
 const POSTED = 0; // requests pushed so far (written by the caller's thread)
 const HASHED = 1; // requests finished so far (written by the worker)
 const STOP = 2;
 const RING_AT = 4;
+const RING_ENTRY = 3;
 const DIGEST_REQUEST = -1;
 
-// The worker: wait until a request is posted, hash that range of the shared memory (or post the
-// hex digest back and start a new hash), count it finished, wake a waiting caller; repeat until
-// told to stop. It never returns to its event loop, so a chunk costs it no message.
+// The worker: wait until a request is posted, add that range of the shared memory to its
+// stream's hash (or post the stream's hex digest back and start it afresh), count it finished,
+// wake a waiting caller; repeat until told to stop. It never returns to its event loop, so a
+// chunk costs it no message.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
@@ -118,20 +174,21 @@ const memory = Buffer.from(workerData.memory);
 const control = new Int32Array(workerData.control);
 const ring = workerData.ring;
 (function serve() {
-  let hash = createHash('sha256');
+  const hashes = Array.from({ length: workerData.streams }, () => createHash('sha256'));
   for (let request = 0; ; request += 1) {
     while (Atomics.load(control, ${POSTED}) === request) {
       if (Atomics.load(control, ${STOP}) !== 0) return;
       Atomics.wait(control, ${POSTED}, request);
     }
-    const at = ${RING_AT} + 2 * (request % ring);
+    const at = ${RING_AT} + ${RING_ENTRY} * (request % ring);
     const offset = control[at];
     const length = control[at + 1];
+    const stream = control[at + 2];
     if (length === ${DIGEST_REQUEST}) {
-      parentPort.postMessage(hash.digest('hex'));
-      hash = createHash('sha256');
+      parentPort.postMessage(hashes[stream].digest('hex'));
+      hashes[stream] = createHash('sha256');
     } else {
-      hash.update(memory.subarray(offset, offset + length));
+      hashes[stream].update(memory.subarray(offset, offset + length));
     }
     Atomics.store(control, ${HASHED}, request + 1);
     Atomics.notify(control, ${HASHED});
@@ -144,6 +201,7 @@ const WAIT_SLICE_MS = 5;
 
 class ThreadHasher implements ChunkHasher {
   readonly slots: readonly Buffer[];
+  private readonly byStream: Buffer[][];
   private readonly memory: SharedArrayBuffer;
   private readonly control: Int32Array;
   private readonly ring: number;
@@ -153,15 +211,19 @@ class ThreadHasher implements ChunkHasher {
   private readonly digests: { resolve(hex: string): void; reject(error: unknown): void }[] = [];
   private failure: unknown = null;
 
-  constructor(slotBytes: number, count: number) {
-    ({ memory: this.memory, slots: this.slots } = pageAlignedSlots((bytes) => new SharedArrayBuffer(bytes), slotBytes, count));
+  readonly streams: number;
+
+  constructor(layouts: readonly StreamLayout[]) {
+    this.streams = layouts.length;
+    ({ memory: this.memory, byStream: this.byStream } = slotsForStreams((bytes) => new SharedArrayBuffer(bytes), layouts));
+    this.slots = this.byStream[0]!;
     // Room for every slot in flight plus digest requests; a caller always waits for a slot's
     // ticket before refilling it, so the ring never laps an unfinished request.
-    this.ring = 4 * count + 4;
-    this.control = new Int32Array(new SharedArrayBuffer(4 * (RING_AT + 2 * this.ring)));
+    this.ring = 4 * layouts.reduce((sum, layout) => sum + layout.count, 0) + 4;
+    this.control = new Int32Array(new SharedArrayBuffer(4 * (RING_AT + RING_ENTRY * this.ring)));
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { memory: this.memory, control: this.control.buffer, ring: this.ring },
+      workerData: { memory: this.memory, control: this.control.buffer, ring: this.ring, streams: this.streams },
       stdout: false,
       stderr: false,
       // The worker only hashes: a small heap keeps its memory small (Node's own start-up in
@@ -178,22 +240,29 @@ class ThreadHasher implements ChunkHasher {
     for (const waiter of this.digests.splice(0)) waiter.reject(this.failure);
   }
 
-  private post(offset: number, length: number): number {
+  slotsOf(stream: number): readonly Buffer[] {
+    checkStream(stream, this.streams);
+    return this.byStream[stream]!;
+  }
+
+  private post(offset: number, length: number, stream: number): number {
     if (this.failure !== null) throw this.failure;
+    checkStream(stream, this.streams);
     const ticket = this.pushed;
     if (ticket - Atomics.load(this.control, HASHED) >= this.ring) throw new Error('ThreadHasher: too many requests in flight');
-    const at = RING_AT + 2 * (ticket % this.ring);
+    const at = RING_AT + RING_ENTRY * (ticket % this.ring);
     this.control[at] = offset;
     this.control[at + 1] = length;
+    this.control[at + 2] = stream;
     this.pushed = ticket + 1;
     Atomics.store(this.control, POSTED, this.pushed);
     Atomics.notify(this.control, POSTED);
     return ticket;
   }
 
-  push(chunk: Buffer): number {
+  push(chunk: Buffer, stream = 0): number {
     if (chunk.buffer !== this.memory) throw new TypeError('ThreadHasher.push: the chunk must be one of its slots');
-    return this.post(chunk.byteOffset, chunk.length);
+    return this.post(chunk.byteOffset, chunk.length, stream);
   }
 
   waitSync(ticket: number, timeoutMs: number): boolean {
@@ -215,19 +284,19 @@ class ThreadHasher implements ChunkHasher {
     }
   }
 
-  update(chunk: Buffer): Promise<void> {
+  update(chunk: Buffer, stream = 0): Promise<void> {
     try {
-      return this.wait(this.push(chunk));
+      return this.wait(this.push(chunk, stream));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  digest(): Promise<string> {
+  digest(stream = 0): Promise<string> {
     if (this.failure !== null) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
+      this.post(0, DIGEST_REQUEST, stream);
       this.digests.push({ resolve, reject });
-      this.post(0, DIGEST_REQUEST);
     });
   }
 
@@ -239,11 +308,33 @@ class ThreadHasher implements ChunkHasher {
   }
 }
 
-/** A hasher for a stream of about `expectedBytes`: threaded when that is large enough to pay off. */
-export function createChunkHasher(expectedBytes: number): ChunkHasher {
+/**
+ * Slots of a stream after the first: it trails the first (the snapshot's read-back of what the
+ * copy just wrote), each of its pieces queued behind the first stream's piece of the same bytes.
+ * The hash takes requests in order, so the copy can run ahead of the hash by no more than the
+ * trailing stream's slots hold: two half-size slots, and then two slots for the first stream
+ * (more would only cost peak memory: 3 MiB in all, one less than a single stream's four).
+ */
+export const TRAILING_SLOT_BYTES = 512 * 1024;
+const TRAILING_SLOT_COUNT = 2;
+const LEADING_SLOT_COUNT = 2;
+
+/**
+ * A hasher for `streams` (default 1) streams of about `expectedBytes` each: threaded when that is
+ * large enough to pay off. One thread serves every stream: a second thread would cost about
+ * 9 MiB more, and the snapshot's two SHA-256 passes together keep pace with the copy, which has
+ * the other core.
+ */
+export function createChunkHasher(expectedBytes: number, streams = 1): ChunkHasher {
+  if (!Number.isInteger(streams) || streams < 1) throw new RangeError(`a hasher needs at least one stream, not ${streams}`);
   if (expectedBytes < THREAD_THRESHOLD_BYTES) {
+    // Hashed inline, a piece is done once pushed: one trailing slot is enough.
     const slotBytes = Math.max(1, Math.min(SLOT_BYTES, expectedBytes));
-    return new InlineHasher(slotBytes, expectedBytes <= slotBytes ? 1 : 2);
+    const first = { slotBytes, count: expectedBytes <= slotBytes ? 1 : 2 };
+    const trailing = { slotBytes: Math.max(1, Math.min(TRAILING_SLOT_BYTES, expectedBytes)), count: 1 };
+    return new InlineHasher([first, ...Array.from({ length: streams - 1 }, () => trailing)]);
   }
-  return new ThreadHasher(SLOT_BYTES, SLOT_COUNT);
+  const trailing = { slotBytes: TRAILING_SLOT_BYTES, count: TRAILING_SLOT_COUNT };
+  const first = { slotBytes: SLOT_BYTES, count: streams === 1 ? SLOT_COUNT : LEADING_SLOT_COUNT };
+  return new ThreadHasher([first, ...Array.from({ length: streams - 1 }, () => trailing)]);
 }

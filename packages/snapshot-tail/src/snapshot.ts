@@ -5,7 +5,7 @@ import { basename, join, resolve } from 'node:path';
 import { DestinationExistsError, atomicTempPath, isDirectory, linkNoReplace, removeStaleTemps } from '@prun/kit/fs';
 import { pyExceptionName } from '@prun/kit/py';
 import { STATE_FILES } from '@prun/unit-state';
-import { buildManifest, validateArchive, writeArchive, type Manifest } from './archive.js';
+import { TrailingReader, buildManifest, validateArchive, writeArchive, type Manifest, type ReadBack } from './archive.js';
 import { ensureDestDir, planDestination, type DestinationLever } from './destination.js';
 import { createChunkHasher, type ChunkHasher } from './hasher.js';
 import { EXIT, SnapshotError, osErrorText } from './errors.js';
@@ -41,14 +41,17 @@ export interface SnapshotSeams {
   randomHex(bytes: number): string;
   createTemp(dir: string, name: string): Promise<FileHandle>;
   chmodTemp(handle: FileHandle, mode: number): Promise<void>;
+  /** A replacement must feed `readBack` as `writeArchive` does (`begin`, then `follow` each piece), or the validation refuses the archive. */
   writeArchive(
     out: FileHandle,
     tail: OpenTail,
     manifestFor: (copy: CopyResult) => Manifest,
     io: SourceIo,
     hasher: ChunkHasher,
+    readBack: TrailingReader,
   ): Promise<Manifest>;
-  validateArchive(path: string, expected: Record<string, unknown>, hasher: ChunkHasher): Promise<void>;
+  /** `readBack` is what the trailing reader read of `tail.bin` while the archive was written. */
+  validateArchive(path: string, expected: Record<string, unknown>, hasher: ChunkHasher, readBack: ReadBack): Promise<void>;
   link(temp: string, final: string): void;
   unlink(path: string): void;
 }
@@ -122,8 +125,9 @@ export function publishByLink(temp: string, final: string, link: SnapshotSeams['
 
 /**
  * Snapshot one unit's tail: check the unit, plan and secure the destination, open the tail,
- * stream at most its size-at-open into a private temporary ZIP, validate it, publish it by hard
- * link. Failures are SnapshotErrors with their documented exit code. Whatever fails, the
+ * stream at most its size-at-open into a private temporary ZIP while a second reader reads each
+ * piece of tail.bin back from that file, validate the closed archive (against the region read
+ * back), publish it by hard link. Failures are SnapshotErrors with their documented exit code. Whatever fails, the
  * temporary file is removed and nothing but a validated archive ever appears at the final name.
  */
 export async function snapshotTail(request: SnapshotRequest, overrides: Partial<SnapshotSeams> = {}): Promise<SnapshotOutcome> {
@@ -143,8 +147,10 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
   const tail = await openTail(sourcePath, seams.source);
   let temp: { path: string; handle: FileHandle } | undefined;
   let published = false;
-  // One hasher (a worker thread for a large tail) serves both the copy and the read-back.
+  // One hasher (a worker thread for a large tail) hashes both the copy (stream 0) and the
+  // read-back of the archive file that trails it (stream 1).
   let hasher: ChunkHasher | undefined;
+  let trailing: TrailingReader | undefined;
   try {
     temp = await createPrivateTemp(plan.destDir, seams);
     liveTemps.add(temp.path);
@@ -154,7 +160,9 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
       throw new SnapshotError(`cannot make ${temp.path} private: ${osErrorText(error)}`, EXIT.publish);
     }
     let manifest: Manifest;
-    hasher = createChunkHasher(tail.sizeAtOpen);
+    hasher = createChunkHasher(tail.sizeAtOpen, 2);
+    trailing = await TrailingReader.open(temp.path, temp.handle, hasher);
+    let readBack: ReadBack;
     try {
       manifest = await seams.writeArchive(
         temp.handle,
@@ -162,12 +170,14 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
         (copy) => buildManifest({ capturedAt: seams.now(), sourcePath, sizeAtOpen: tail.sizeAtOpen, copy }),
         seams.source,
         hasher,
+        trailing,
       );
+      readBack = await trailing.finish();
     } catch (error) {
       if (error instanceof SnapshotError) throw error;
       throw new SnapshotError(`cannot build archive: ${osErrorText(error)}`, EXIT.archive);
     }
-    await seams.validateArchive(temp.path, manifest as unknown as Record<string, unknown>, hasher);
+    await seams.validateArchive(temp.path, manifest as unknown as Record<string, unknown>, hasher, readBack);
     publishByLink(temp.path, plan.final, seams.link);
     published = true;
     let warning: string | null = null;
@@ -178,6 +188,7 @@ export async function snapshotTail(request: SnapshotRequest, overrides: Partial<
     }
     return { published: plan.final, manifest, warning };
   } finally {
+    await trailing?.close();
     await hasher?.close();
     await tail.handle.close().catch(() => undefined);
     if (temp !== undefined) {

@@ -95,12 +95,18 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
  * `push` hashes a filled piece of it. Memory stays those few slots whatever the stream's length.
  */
 export class SlotCycle {
+  private readonly slots: readonly Buffer[];
   private readonly tickets: number[];
   private current = 0;
   private taken = 0;
 
-  constructor(private readonly hasher: ChunkHasher) {
-    this.tickets = hasher.slots.map(() => -1);
+  /** The slots of the hasher's `stream` (default 0), whose hash `push` feeds. */
+  constructor(
+    private readonly hasher: ChunkHasher,
+    private readonly stream = 0,
+  ) {
+    this.slots = hasher.slotsOf(stream);
+    this.tickets = this.slots.map(() => -1);
   }
 
   async take(): Promise<Buffer> {
@@ -108,12 +114,12 @@ export class SlotCycle {
     if (this.taken % PIECES_PER_TURN === 0) await nextTurn();
     const ticket = this.tickets[this.current]!;
     if (ticket >= 0 && !this.hasher.waitSync(ticket, STALL_MS)) await this.hasher.wait(ticket);
-    return this.hasher.slots[this.current]!;
+    return this.slots[this.current]!;
   }
 
   /** Hash `chunk`, a view of the slot `take` gave last, and move on to the next slot. */
   push(chunk: Buffer): void {
-    this.tickets[this.current] = this.hasher.push(chunk);
+    this.tickets[this.current] = this.hasher.push(chunk, this.stream);
     this.current = (this.current + 1) % this.tickets.length;
   }
 }
@@ -125,14 +131,18 @@ export class SlotCycle {
  * archive writer) here, so reading, hashing and writing overlap and memory stays the few slots
  * whatever the tail's size. Later appends are never included; an early EOF (a truncated tail)
  * ends the copy short. A read error is a SnapshotError (exit 4); a sink error propagates as it
- * is. Returns once every byte has been hashed and written.
+ * is. Returns once every byte has been hashed and written. With `{ crc32: false }` the caller
+ * takes the CRC-32 elsewhere (the snapshot, from its read-back of the archive) and the result's
+ * `crc32` is 0.
  */
 export async function copyBounded(
   tail: OpenTail,
   io: SourceIo,
   hasher: ChunkHasher,
   sink: (chunk: Buffer, position: number) => void | Promise<unknown>,
+  options: { crc32?: boolean } = {},
 ): Promise<CopyResult> {
+  const withCrc = options.crc32 ?? true;
   const cycle = new SlotCycle(hasher);
   let position = 0;
   let crc = 0;
@@ -158,7 +168,7 @@ export async function copyBounded(
     if (filled === 0) break;
     const chunk = buffer.subarray(0, filled);
     cycle.push(chunk);
-    crc = crc32(chunk, crc);
+    if (withCrc) crc = crc32(chunk, crc);
     const written = sink(chunk, position);
     if (written instanceof Promise) await written;
     position += filled;

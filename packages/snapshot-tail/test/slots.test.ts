@@ -21,16 +21,31 @@ describe('reusable slots', () => {
     expect(memory.byteLength).toBe(LEAD + 4 * 1024 * 1024);
   });
 
-  it('are what both hashers hand out, threaded and inline', async () => {
-    const hashers = [createChunkHasher(THREAD_THRESHOLD_BYTES), createChunkHasher(3 * 1024 * 1024), createChunkHasher(5000)];
+  it('are what both hashers hand out, threaded and inline, for every stream', async () => {
+    const hashers = [
+      createChunkHasher(THREAD_THRESHOLD_BYTES),
+      createChunkHasher(3 * 1024 * 1024),
+      createChunkHasher(5000),
+      createChunkHasher(THREAD_THRESHOLD_BYTES, 2),
+      createChunkHasher(3 * 1024 * 1024, 2),
+    ];
     try {
       for (const hasher of hashers) {
-        expect(hasher.slots.length).toBeGreaterThan(0);
-        for (const slot of hasher.slots) {
+        expect(hasher.slots).toBe(hasher.slotsOf(0));
+        const all = Array.from({ length: hasher.streams }, (_, stream) => hasher.slotsOf(stream)).flat();
+        for (const slot of all) {
           expect(slot.byteOffset % PAGE).toBe(LEAD);
           expect(slot.length).toBeLessThanOrEqual(SLOT_BYTES);
         }
+        // No two slots share a byte.
+        const ranges = all.map((slot) => [slot.byteOffset, slot.byteOffset + slot.length] as const).sort((a, b) => a[0] - b[0]);
+        ranges.slice(1).forEach((range, index) => expect(range[0]).toBeGreaterThanOrEqual(ranges[index]![1]));
       }
+      // The snapshot's two threaded streams together hold no more than one stream's four slots.
+      const two = hashers[3]!;
+      const bytes = [0, 1].flatMap((stream) => two.slotsOf(stream)).reduce((sum, slot) => sum + slot.length, 0);
+      expect(bytes).toBeLessThanOrEqual(4 * SLOT_BYTES);
+      expect(() => two.slotsOf(2)).toThrow(RangeError);
     } finally {
       for (const hasher of hashers) await hasher.close();
     }
@@ -57,6 +72,33 @@ describe('the hashing thread', () => {
       again.fill(9);
       hasher.push(again);
       expect(await hasher.digest()).toBe(sha256(Buffer.alloc(10, 9)));
+    } finally {
+      await hasher.close();
+    }
+  });
+
+  it.for([
+    { name: 'threaded', expected: THREAD_THRESHOLD_BYTES },
+    { name: 'inline', expected: 3 * 1024 * 1024 },
+  ])('keeps two streams apart when their pieces interleave ($name)', async ({ expected }) => {
+    const hasher = createChunkHasher(expected, 2);
+    try {
+      const first: Buffer[] = [];
+      const second: Buffer[] = [];
+      for (let round = 0; round < 5; round += 1) {
+        const [a, b] = [hasher.slotsOf(0)[round % hasher.slotsOf(0).length]!, hasher.slotsOf(1)[round % hasher.slotsOf(1).length]!];
+        a.fill(round + 1, 0, 3000);
+        b.fill(round + 101, 0, 2000);
+        first.push(Buffer.from(a.subarray(0, 3000)));
+        second.push(Buffer.from(b.subarray(0, 2000)));
+        await hasher.wait(hasher.push(a.subarray(0, 3000), 0));
+        await hasher.update(b.subarray(0, 2000), 1);
+      }
+      // Digests in either order, each of its own stream only.
+      expect(await hasher.digest(1)).toBe(sha256(Buffer.concat(second)));
+      expect(await hasher.digest(0)).toBe(sha256(Buffer.concat(first)));
+      expect(await hasher.digest(1)).toBe(sha256(Buffer.alloc(0)));
+      expect(() => hasher.push(hasher.slotsOf(1)[0]!.subarray(0, 1), 2)).toThrow(RangeError);
     } finally {
       await hasher.close();
     }

@@ -9,6 +9,7 @@ import * as lib from '../lib.mjs';
 
 const UNITS = Number(process.env.PRUN_BENCH_REPORT_UNITS ?? 10_000);
 const SMALL = Math.max(1, Math.round(UNITS / 10));
+const STARTS_PER_SAMPLE = 10;
 
 export const title = `report-state over ${UNITS.toLocaleString('en')} units beside a bare walk doing the same stats and reads`;
 
@@ -35,12 +36,17 @@ function buildCorpus(root, units) {
   }
 }
 
-// The floor: exactly report-state's system calls (strace -c shows the same counts), written
-// as plainly as Node allows: one reused read buffer, stats that do not throw, no records. The
-// listing's d_type says what each entry is; only a symlink needs a stat to follow it.
+// The floor: exactly report-state's system calls, written as plainly as Node allows. It lists the
+// root with d_type (readdir withFileTypes; a symlink, and only a symlink, is stat'ed to follow it),
+// keeps the prun-task-* names and sorts them; per unit it stats `result-file`, and when that is a
+// regular file opens it (O_RDONLY | O_NONBLOCK | O_NOCTTY), fstats it, reads it into one reused
+// buffer until end of file, closes it and stats the path it names; then it stats `tail` and adds
+// its size. Stats that do not throw, no records, and one line of output. `strace -c` counts the
+// same statx, openat, read/pread64 and close calls as report-state's sweep. It starts as our bin
+// does, from a CommonJS file (not `node -e`), run by the same node with the same environment.
 const BARE_WALK = `
 const fs = require('node:fs');
-const root = process.argv[1];
+const root = process.argv[2];
 const buffer = Buffer.allocUnsafe(65537);
 const flags = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY;
 let units = 0, bytes = 0;
@@ -82,16 +88,20 @@ export async function run(ctx) {
   const { runProcess } = lib;
   const root = ctx.tempDir('prun-bench-report-');
   const small = ctx.tempDir('prun-bench-report-small-');
+  const empty = ctx.tempDir('prun-bench-report-empty-');
   buildCorpus(root, UNITS);
   buildCorpus(small, SMALL);
   const bin = join(ctx.repoRoot, 'packages', 'report-state', 'bin', 'prun-report-state.cjs');
   const node = process.execPath;
+  const walkScript = join(ctx.tempDir('prun-bench-walk-'), 'walk.cjs');
+  writeFileSync(walkScript, `'use strict';\n${BARE_WALK}`);
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-  // Exit 1 (a partial sweep) is still a full sweep.
+  // Every row runs with only PATH set: NODE_EXTRA_CA_CERTS (which every Node start would read) unset
+  // on both sides, as on most machines. Exit 1 (a partial sweep) is still a full sweep.
   const report = (dir, ...args) => () => runProcess(node, [bin, '--root', dir, ...args], { env, okCodes: [0, 1] });
   const original = originalScript();
   const cases = [
-    { label: 'bare walk, same stats and reads (floor)', run: () => runProcess(node, ['-e', BARE_WALK, root], { env }) },
+    { label: 'bare walk, same stats and reads (floor)', run: () => runProcess(node, [walkScript, root], { env }) },
     { label: 'prun-report-state --json --summary', run: report(root, '--json', '--summary') },
     { label: 'prun-report-state (text) --summary', run: report(root, '--summary') },
     { label: 'prun-report-state --json --sort tail-bytes-desc', run: report(root, '--json', '--sort', 'tail-bytes-desc') },
@@ -102,7 +112,24 @@ export async function run(ctx) {
       run: () => runProcess('python3', [original, 'report-state', '--root', root, '--json', '--summary'], { env, okCodes: [0, 1] }),
     });
   }
-  const rows = await ctx.compare(cases, { runs: 5, warmup: 1 });
+  // Nine rounds: on a loaded 2-core machine five medians swing by a tenth and more. Each round
+  // runs every case once, back to back; besides the medians of each case (the table), the
+  // median over rounds of each round's own ratio to the walk is printed: a load spike that hits
+  // one round moves that round's ratio, not the result.
+  const rounds = [];
+  for (let round = 0; round < 9; round += 1) rounds.push(await ctx.compare(cases, { runs: 1, warmup: round === 0 ? 1 : 0 }));
+  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const rows = cases.map((item, index) => ({
+    label: item.label,
+    ms: median(rounds.map((r) => r[index].ms)),
+    cpuMs: rounds[0][index].cpuMs === null ? null : median(rounds.map((r) => r[index].cpuMs)),
+    rssMiB: rounds[0][index].rssMiB === null ? null : median(rounds.map((r) => r[index].rssMiB)),
+  }));
+  const roundRatio = (index, key) => (rounds[0][index][key] === null ? null : median(rounds.map((r) => r[index][key] / r[0][key])));
+  const byRound = cases
+    .slice(1)
+    .map((item, i) => `${item.label}: ×${roundRatio(i + 1, 'ms').toFixed(2)} wall, ${roundRatio(i + 1, 'cpuMs') === null ? 'n/a' : `×${roundRatio(i + 1, 'cpuMs').toFixed(2)}`} CPU`)
+    .join('; ');
   const walk = rows[0];
   const prun = rows[1];
   const cpuNote = walk.cpuMs && prun.cpuMs ? ` CPU time: ×${(prun.cpuMs / walk.cpuMs).toFixed(2)} the bare walk.` : '';
@@ -116,19 +143,20 @@ export async function run(ctx) {
   ctx.table(rows, {
     readme: 'report-state',
     title: `${UNITS.toLocaleString('en')} units`,
-    note: `\`--json --summary\`: by CPU time ${cpuVsOriginal}; by wall time ${vsOriginal}. Goals: ≤ ×1.6 the bare walk, ≤ ×1.0 the original. CPU time is the steadier number on a loaded machine.`,
+    note: `\`--json --summary\`: by CPU time ${cpuVsOriginal}; by wall time ${vsOriginal}. Goals: ≤ ×1.6 the bare walk, ≤ ×1.0 the original. Every row ran with NODE_EXTRA_CA_CERTS unset. CPU time is the steadier number on a loaded machine. The median over the ${rounds.length} rounds of each round's own ratio to the walk: ${byRound}.`,
   });
+  process.stdout.write(`  median of per-round ratios to the walk: ${byRound}\n`);
   process.stdout.write(`  --json --summary: x${(prun.ms / walk.ms).toFixed(2)} the bare walk (goal <= 1.6), ${vsOriginal} (goal <= 1.0)${cpuNote ? `;${cpuNote}` : ''}\n\n`);
 
   // Per unit, start-up taken out: the slope between 1/10 of the units and all of them.
   const perUnit = await ctx.compare(
     [
-      { label: `bare walk, ${SMALL} units`, run: () => runProcess(node, ['-e', BARE_WALK, small], { env }) },
-      { label: `bare walk, ${UNITS} units`, run: () => runProcess(node, ['-e', BARE_WALK, root], { env }) },
+      { label: `bare walk, ${SMALL} units`, run: () => runProcess(node, [walkScript, small], { env }) },
+      { label: `bare walk, ${UNITS} units`, run: () => runProcess(node, [walkScript, root], { env }) },
       { label: `report-state --json --summary, ${SMALL} units`, run: report(small, '--json', '--summary') },
       { label: `report-state --json --summary, ${UNITS} units`, run: report(root, '--json', '--summary') },
     ],
-    { runs: 5, warmup: 1 },
+    { runs: 9, warmup: 1 },
   );
   const slope = (a, b, key) => (perUnit[b][key] - perUnit[a][key]) / (UNITS - SMALL);
   const rowsPerUnit = [
@@ -141,4 +169,25 @@ export async function run(ctx) {
     title: 'per unit (start-up taken out)',
     note: `The slope between ${SMALL.toLocaleString('en')} and ${UNITS.toLocaleString('en')} units.`,
   });
+  // Start-up: the same runs over a root with no unit. GNU time counts CPU in 10 ms steps, about
+  // what a start costs: each sample is ten starts in a row (the shell loop costs both alike).
+  const startsInARow = (command, args) => () => {
+    const loop = `i=0; while [ $i -lt ${STARTS_PER_SAMPLE} ]; do "$0" "$@" >/dev/null || [ $? -eq 1 ] || exit 1; i=$((i+1)); done`;
+    const sample = runProcess('sh', ['-c', loop, command, ...args], { env });
+    return { ...sample, ms: sample.ms / STARTS_PER_SAMPLE, cpuMs: sample.cpuMs === null ? null : sample.cpuMs / STARTS_PER_SAMPLE };
+  };
+  const [walkStart, prunStart] = await ctx.compare(
+    [
+      { label: 'bare walk, no units (floor)', run: startsInARow(node, [walkScript, empty]) },
+      { label: 'prun-report-state --json --summary, no units', run: startsInARow(node, [bin, '--root', empty, '--json', '--summary']) },
+    ],
+    { runs: 9, warmup: 1 },
+  );
+  const share = (start, full) => (start.cpuMs === null || !full.cpuMs ? 'n/a' : `${((100 * start.cpuMs) / full.cpuMs).toFixed(0)}%`);
+  const startNote =
+    `Per start, from samples of ${STARTS_PER_SAMPLE} starts in a row. Over ${UNITS.toLocaleString('en')} units, start-up is ` +
+    `${share(walkStart, perUnit[1])} of the walk's CPU time and ${share(prunStart, perUnit[3])} of report-state's: the rest is per-unit work.`;
+  process.stdout.write('  start-up (a root with no unit):\n');
+  ctx.table([walkStart, prunStart], { readme: 'report-state', title: 'start-up: a root with no unit', note: startNote });
+  process.stdout.write(`  ${startNote}\n`);
 }

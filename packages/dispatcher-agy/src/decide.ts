@@ -96,36 +96,45 @@ export const AgyInitEventSchema = z.object({ event: z.literal('init'), conversat
 /** A result event whose `result` is a JSON object (not an array, not null); its members are read by presence. */
 export const AgyResultEventSchema = z.object({ event: z.literal('result'), result: z.record(z.string(), z.unknown()) });
 
+/** A reading before any event: nothing known yet. */
+export function emptyReading(): StreamReading {
+  return { conversationId: null, status: null, response: null, error: null };
+}
+
 /**
  * Reads the worker's stream-json capture (README, "How it works", step 10): the conversation id of
  * the last init event with a non-blank id, and status/error/response folded over every result
- * event in order.
+ * event in order. (The dispatcher reads the capture file with capture-read.ts's
+ * `readEventStreamFile`, which folds the same lines through `foldEventLine`.)
  */
 export function readEventStream(text: string): StreamReading {
-  const reading: StreamReading = { conversationId: null, status: null, response: null, error: null };
-  for (const line of splitUniversalLines(text)) {
-    let event: unknown;
-    try {
-      // Python's json.loads (kit's): NaN and ±Infinity are read; no field below takes a number.
-      event = pyJsonLoads(line);
-    } catch {
-      continue;
-    }
-    const init = AgyInitEventSchema.safeParse(event);
-    if (init.success && pyStrip(init.data.conversation_id) !== '') {
-      reading.conversationId = init.data.conversation_id;
-      continue;
-    }
-    const resultEvent = AgyResultEventSchema.safeParse(event);
-    if (!resultEvent.success) continue;
-    const result = resultEvent.data.result;
-    // Presence matters, not just the value: `"status": null` reads as UNKNOWN and a later
-    // `"error": null` clears an earlier error, while an absent key changes nothing.
-    if ('status' in result) reading.status = typeof result.status === 'string' ? result.status : 'UNKNOWN';
-    if ('error' in result) reading.error = typeof result.error === 'string' ? result.error : null;
-    if (typeof result.response === 'string' && pyStrip(result.response) !== '') reading.response = result.response;
-  }
+  const reading = emptyReading();
+  for (const line of splitUniversalLines(text)) foldEventLine(reading, line);
   return reading;
+}
+
+/** One line of the capture folded into `reading`: an init or result event changes it, any other line nothing. */
+export function foldEventLine(reading: StreamReading, line: string): void {
+  let event: unknown;
+  try {
+    // Python's json.loads (kit's): NaN and ±Infinity are read; no field below takes a number.
+    event = pyJsonLoads(line);
+  } catch {
+    return;
+  }
+  const init = AgyInitEventSchema.safeParse(event);
+  if (init.success && pyStrip(init.data.conversation_id) !== '') {
+    reading.conversationId = init.data.conversation_id;
+    return;
+  }
+  const resultEvent = AgyResultEventSchema.safeParse(event);
+  if (!resultEvent.success) return;
+  const result = resultEvent.data.result;
+  // Presence matters, not just the value: `"status": null` reads as UNKNOWN and a later
+  // `"error": null` clears an earlier error, while an absent key changes nothing.
+  if ('status' in result) reading.status = typeof result.status === 'string' ? result.status : 'UNKNOWN';
+  if ('error' in result) reading.error = typeof result.error === 'string' ? result.error : null;
+  if (typeof result.response === 'string' && pyStrip(result.response) !== '') reading.response = result.response;
 }
 
 /** Python's `" ".join(text.split())` (kit's Python whitespace, not JS `\s`). */

@@ -5,7 +5,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { CliError, packageVersion, signalExitCode } from '@prun/kit/cli';
-import { readHead, removeStaleTemps, underParentDeath } from '@prun/kit/fs';
+import { removeStaleTemps, underParentDeath } from '@prun/kit/fs';
 import { constants as osConstants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { formatWithheld, scrubEnv } from '@prun/env-scrub';
@@ -37,7 +37,6 @@ import {
   formatStateDirLine,
   newNonce,
   publishAtomic,
-  renderFallback,
   responseSiblingPath,
   stateDirName,
   systemTempDir,
@@ -48,8 +47,6 @@ import {
   buildRelayPrompt,
   buildWorkerArgv,
   decideOutcome,
-  lastLines,
-  readEventStream,
   stdinPayload,
   type WorkerEnd,
 } from './decide.js';
@@ -57,6 +54,7 @@ import { cachedLaunchPlan, isolationRecord, type LaunchPlan } from './isolation.
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
 import { MESSAGE_PREFIX, PUBLISH_TAG, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
+import { echoLastLines, publishCaptureFallback, readEventStreamFile } from './capture-read.js';
 import { WorkerProcess, type WorkerExit } from './worker.js';
 import { toStopSource, type StopRequest, type UnitStopSource } from './stop.js';
 
@@ -159,13 +157,11 @@ class Dispatch {
   }
 
   /**
-   * One of our own state files, read back bounded and without blocking: the worker can reach
-   * the state directory, and a FIFO put in place of `tail` must not hang the dispatcher.
+   * Where and how a capture is read back (capture-read.ts): bounded, in memory independent of
+   * its size, and without blocking (the worker can reach the state directory, and a FIFO put
+   * in place of `tail` must not hang the dispatcher).
    */
-  readState(name: string): string {
-    const read = readHead(this.statePath(name), { maxBytes: MAX_CAPTURE_READ_BYTES });
-    return read.ok ? read.text : '';
-  }
+  readonly captureRead = { maxBytes: MAX_CAPTURE_READ_BYTES };
 
   /**
    * The outcome is being decided or published: the bin now ignores every catchable signal
@@ -264,15 +260,10 @@ class Dispatch {
   publishFallback(reason: string): boolean {
     const { config, nonce } = this.unit!;
     if (nonEmptyFile(config.resultPath)) return true;
-    const text = renderFallback({
-      unitId: config.unitId,
-      reason,
-      // The original reads the captures in text mode: CRLF and lone CR arrive as LF.
-      stdout: universalNewlines(this.readState(STATE_FILES.tail)),
-      stderr: universalNewlines(this.readState(STATE_FILES.tailStderr)),
-    });
+    // The original reads the captures in text mode: CRLF and lone CR arrive as LF.
+    const captures = { stdoutPath: this.statePath(STATE_FILES.tail), stderrPath: this.statePath(STATE_FILES.tailStderr) };
     try {
-      publishAtomic(config.resultPath, text, { tag: PUBLISH_TAG, nonce });
+      publishCaptureFallback(config.resultPath, { unitId: config.unitId, reason, ...captures }, this.captureRead, { tag: PUBLISH_TAG, nonce });
       return true;
     } catch (error) {
       this.say(`could not write FALLBACK result to ${config.resultPath}: ${errorText(error)}`);
@@ -703,8 +694,7 @@ function workerEnd(
 async function publish(run: Dispatch, end: WorkerEnd): Promise<number> {
   const { config, nonce } = run.unit!;
   const env = run.io.env;
-  const tail = run.readState(STATE_FILES.tail);
-  const reading = readEventStream(tail);
+  const reading = readEventStreamFile(run.statePath(STATE_FILES.tail), run.captureRead);
   if (reading.conversationId !== null) run.writeState(STATE_FILES.conversationId, `${reading.conversationId}\n`);
   const outcome = decideOutcome({ end, reading, workerWrote: nonEmptyFile(config.resultPath) });
   if (outcome.refreshQuota && snapshotLocation(env).managed) {
@@ -732,7 +722,7 @@ async function publish(run: Dispatch, end: WorkerEnd): Promise<number> {
     run.say(reason);
     if (!published) code = 70;
   }
-  for (const line of lastLines(tail)) run.io.stderr(`${line}\n`);
-  for (const line of lastLines(run.readState(STATE_FILES.tailStderr))) run.io.stderr(`${line}\n`);
+  echoLastLines(run.statePath(STATE_FILES.tail), run.captureRead, run.io.stderr);
+  echoLastLines(run.statePath(STATE_FILES.tailStderr), run.captureRead, run.io.stderr);
   return code;
 }

@@ -99,6 +99,30 @@ describe('writeFileAtomic', () => {
     expect(readdirSync(dir)).toEqual(['once']);
   });
 
+  test('a writer streams its pieces into the temp file; a writer that throws publishes nothing', () => {
+    const path = join(dir, 'streamed.md');
+    writeFileAtomic(path, 'old\n');
+    const seen: string[][] = [];
+    writeFileAtomic(path, (write) => {
+      write('caf');
+      // Mid-publish, only the temp file holds the pieces written so far.
+      seen.push(readdirSync(dir).filter((name) => name.endsWith('.tmp')));
+      write(Uint8Array.from([0xc3, 0xa9]));
+      write('\n');
+    });
+    expect(readFileSync(path, 'utf8')).toBe('caf\u00e9\n');
+    expect(seen[0]).toHaveLength(1);
+    expect(readFileSync(path, 'utf8')).not.toBe('old\n');
+    expect(() =>
+      writeFileAtomic(path, (write) => {
+        write('partial');
+        throw new Error('source failed');
+      }),
+    ).toThrow('source failed');
+    expect(readFileSync(path, 'utf8')).toBe('caf\u00e9\n');
+    expect(readdirSync(dir)).toEqual(['streamed.md']);
+  });
+
   test('creates the parent, honours the mode, writes bytes as given', () => {
     const path = join(dir, 'a', 'b', 'c.bin');
     writeFileAtomic(path, Uint8Array.from([0, 255, 10]), { mode: 0o600, durable: false });

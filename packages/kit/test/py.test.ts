@@ -9,7 +9,11 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { which } from '@prun/kit/fs';
 import {
+  PY_LINE_BREAK,
+  PY_LINE_BREAK_CODE_POINTS,
+  PY_WHITESPACE_CODE_POINTS,
   compareCodePoints,
+  isPyWhitespace,
   expandUser,
   expandVars,
   isPyPrintable,
@@ -204,6 +208,19 @@ function each<T>(inputs: readonly T[], expected: readonly unknown[], actual: (in
     expect(actual(input), `seed ${seed}, input ${JSON.stringify(input)}`).toEqual(expected[index]);
   });
 }
+
+describe('the code point lists byte scanners use', () => {
+  test('PY_WHITESPACE_CODE_POINTS and PY_LINE_BREAK_CODE_POINTS are exactly what isPyWhitespace and PY_LINE_BREAK match', () => {
+    const whitespace = new Set(PY_WHITESPACE_CODE_POINTS);
+    const breaks = new Set(PY_LINE_BREAK_CODE_POINTS);
+    for (let code = 0; code <= 0x10ffff; code += code < 0x10000 ? 1 : 0x3f) {
+      if (code >= 0xd800 && code <= 0xdfff) continue;
+      const char = String.fromCodePoint(code);
+      expect(isPyWhitespace(char) ? code : -1).toBe(whitespace.has(code) ? code : -1);
+      expect(PY_LINE_BREAK.test(char) ? code : -1).toBe(breaks.has(code) ? code : -1);
+    }
+  });
+});
 
 describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () => {
   test('pyStrip is str.strip()', () => each(strings, answers.strip, pyStrip));

@@ -16,6 +16,7 @@ export {
 } from './names.js';
 export {
   type PublishOptions,
+  type AtomicContent,
   DestinationExistsError,
   publishAtomic,
   publishNoReplace,
@@ -26,6 +27,8 @@ export {
   FALLBACK_CONCLUSION_PREFIX,
   fallbackReason,
   type FallbackInput,
+  type FallbackCapture,
+  type StreamedFallbackInput,
   type ResultSummary,
   fallbackHeader,
   resultHeader,
@@ -34,6 +37,7 @@ export {
   resultShapeLines,
   pyStrip,
   renderFallback,
+  writeFallback,
   responseSiblingPath,
   parseResultSummary,
 } from './result.js';

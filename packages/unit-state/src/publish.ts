@@ -1,6 +1,6 @@
-import { DestinationExistsError, linkNoReplace, writeFileAtomic } from '@prun/kit/fs';
+import { DestinationExistsError, linkNoReplace, writeFileAtomic, type AtomicContent } from '@prun/kit/fs';
 
-export { DestinationExistsError, linkNoReplace };
+export { DestinationExistsError, linkNoReplace, type AtomicContent };
 
 export interface PublishOptions {
   /** Names the writer in the temp file name, e.g. `dispatch-task-agy`. */
@@ -16,9 +16,10 @@ export interface PublishOptions {
  * `.<name>.<tag>-<pid>-<nonce>.tmp` in the same directory, fsync'ed, renamed over `path`
  * (replacing it: a new inode), then the directory fsync'ed. Readers see the old content or the
  * new, never a partial file. The parent directory is created if needed. The temp file never
- * survives.
+ * survives. `data` may be a writer that streams the content into the temp file in pieces
+ * (`writeFallback` does), so a large result is never held whole.
  */
-export function publishAtomic(path: string, data: string | Uint8Array, options: PublishOptions = {}): void {
+export function publishAtomic(path: string, data: AtomicContent, options: PublishOptions = {}): void {
   writeFileAtomic(path, data, options);
 }
 

@@ -54,26 +54,67 @@ export interface FallbackInput {
 }
 
 /**
- * The FALLBACK result text, exactly as the original dispatcher writes it: header, the four
- * contract lines naming the reason, a blank line, then the captured output (whole, not
- * truncated) or `No worker output was captured.`, and one final newline.
+ * One capture as a FALLBACK section: whether its stripped text is empty (then the section is
+ * left out), and how to write that text (Python-stripped, universal newlines) in pieces. The
+ * dispatcher streams a capture file this way without holding it.
  */
+export interface FallbackCapture {
+  readonly empty: boolean;
+  writeTo(write: (piece: string) => void): void;
+}
+
+export interface StreamedFallbackInput {
+  unitId: string;
+  /** One line: why no result was written. */
+  reason: string;
+  stdout: FallbackCapture;
+  stderr: FallbackCapture;
+}
+
+/** A capture held as text: `pyStrip` of it is the section. */
+function textCapture(text: string): FallbackCapture {
+  const stripped = pyStrip(text);
+  return { empty: stripped === '', writeTo: (write) => write(stripped) };
+}
+
+/**
+ * The FALLBACK result, exactly as the original dispatcher writes it, in pieces through `write`:
+ * header, the four contract lines naming the reason, a blank line, then the captured output
+ * (whole, not truncated) or `No worker output was captured.`, and one final newline. The one
+ * home of the layout: `renderFallback` is this, collected.
+ */
+export function writeFallback({ unitId, reason, stdout, stderr }: StreamedFallbackInput, write: (piece: string) => void): void {
+  write(
+    [
+      fallbackHeader(unitId),
+      `Conclusion: ${FALLBACK_CONCLUSION_PREFIX}${reason}`,
+      'Files: unknown',
+      `Open items: ${reason}`,
+      'Verification: none (dispatcher fallback)',
+      '',
+      '',
+    ].join('\n'),
+  );
+  const sections = (
+    [
+      ['## stdout events', stdout],
+      ['## stderr', stderr],
+    ] as const
+  ).filter(([, capture]) => !capture.empty);
+  if (sections.length === 0) write('No worker output was captured.');
+  sections.forEach(([title, capture], index) => {
+    write(`${index > 0 ? '\n\n' : ''}${title}\n\n\`\`\`text\n`);
+    capture.writeTo(write);
+    write('\n```');
+  });
+  write('\n');
+}
+
+/** The FALLBACK result text (`writeFallback` of the two captures held as text). */
 export function renderFallback({ unitId, reason, stdout = '', stderr = '' }: FallbackInput): string {
-  const chunks: string[] = [];
-  const out = pyStrip(stdout);
-  const err = pyStrip(stderr);
-  if (out) chunks.push(`## stdout events\n\n\`\`\`text\n${out}\n\`\`\``);
-  if (err) chunks.push(`## stderr\n\n\`\`\`text\n${err}\n\`\`\``);
-  const captured = chunks.length > 0 ? chunks.join('\n\n') : 'No worker output was captured.';
-  return [
-    fallbackHeader(unitId),
-    `Conclusion: ${FALLBACK_CONCLUSION_PREFIX}${reason}`,
-    'Files: unknown',
-    `Open items: ${reason}`,
-    'Verification: none (dispatcher fallback)',
-    '',
-    captured,
-  ].join('\n') + '\n';
+  const pieces: string[] = [];
+  writeFallback({ unitId, reason, stdout: textCapture(stdout), stderr: textCapture(stderr) }, (piece) => pieces.push(piece));
+  return pieces.join('');
 }
 
 /**

@@ -10,6 +10,8 @@ import {
   parseResultSummary,
   publishAtomic,
   renderFallback,
+  writeFallback,
+  type FallbackCapture,
 } from '../src/index.js';
 import { ResultSummarySchema } from '../src/schemas.js';
 
@@ -37,6 +39,49 @@ describe('publishAtomic', () => {
     // Renaming a file over a non-empty directory fails after the temp file is written.
     mkdirSync(join(dir, 'unit.md', 'occupied'), { recursive: true });
     expect(() => publishAtomic(join(dir, 'unit.md'), 'x', { tag: 'prun' })).toThrow();
+    expect(readdirSync(dir)).toEqual(['unit.md']);
+  });
+});
+
+describe('writeFallback, the streamed FALLBACK', () => {
+  /** A capture that writes its (already stripped) text in pieces of `size` characters. */
+  const inPieces = (text: string, size: number): FallbackCapture => ({
+    empty: text === '',
+    writeTo: (write) => {
+      for (let at = 0; at < text.length; at += size) write(text.slice(at, at + size));
+    },
+  });
+
+  it('streamed through publishAtomic, it is renderFallback byte for byte; an empty capture leaves its section out', () => {
+    const cases: Array<[string, string]> = [
+      ['{"event": "init"}\nline two', 'boom'],
+      ['', 'only stderr'],
+      ['only stdout', ''],
+      ['', ''],
+    ];
+    for (const [out, err] of cases) {
+      const result = join(dir, 'unit.md');
+      publishAtomic(result, (write) => writeFallback({ unitId: 'unit_a', reason: 'Agy exited with code 3', stdout: inPieces(out, 3), stderr: inPieces(err, 1) }, write), {
+        tag: 'dispatch-task-agy',
+      });
+      expect(readFileSync(result, 'utf8')).toBe(renderFallback({ unitId: 'unit_a', reason: 'Agy exited with code 3', stdout: out, stderr: err }));
+      expect(readdirSync(dir)).toEqual(['unit.md']);
+    }
+    expect(readFileSync(join(dir, 'unit.md'), 'utf8')).toContain('\n\nNo worker output was captured.\n');
+  });
+
+  it('a capture that fails while it is written publishes nothing and leaves no temp file', () => {
+    const result = join(dir, 'unit.md');
+    publishAtomic(result, '# unit_a result\nold\n');
+    const failing: FallbackCapture = {
+      empty: false,
+      writeTo: (write) => {
+        write('half');
+        throw new Error('read failed');
+      },
+    };
+    expect(() => publishAtomic(result, (write) => writeFallback({ unitId: 'unit_a', reason: 'r', stdout: failing, stderr: inPieces('', 1) }, write))).toThrow('read failed');
+    expect(readFileSync(result, 'utf8')).toBe('# unit_a result\nold\n');
     expect(readdirSync(dir)).toEqual(['unit.md']);
   });
 });

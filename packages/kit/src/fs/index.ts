@@ -108,21 +108,32 @@ function writeAll(fd: number, data: Uint8Array): void {
 }
 
 /**
+ * What `writeFileAtomic` publishes: the whole text or bytes, or a writer that produces them in
+ * pieces (each piece is written to the temp file at once), so a large file is never held whole.
+ * A writer that throws publishes nothing: the temp file is removed and the error propagates.
+ */
+export type AtomicContent = string | Uint8Array | ((write: (piece: string | Uint8Array) => void) => void);
+
+function bytesOf(piece: string | Uint8Array): Uint8Array {
+  return typeof piece === 'string' ? Buffer.from(piece, 'utf8') : piece;
+}
+
+/**
  * Publish `data` at `path` so a reader sees the old file or the new one, never a part: write a
  * temp file in the same directory (exclusive create), fsync it, rename it over `path` (or hard
  * link it, with `replace: false`), then fsync the directory. The new file is a new inode: a hard
  * link to the old file keeps the old bytes. The temp file is removed on success and on failure.
  */
-export function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteAtomicOptions = {}): void {
+export function writeFileAtomic(path: string, data: AtomicContent, options: WriteAtomicOptions = {}): void {
   const dir = dirname(path);
   if (options.createParent ?? true) mkdirSync(dir, { recursive: true });
   const durable = options.durable ?? true;
   const temp = atomicTempPath(path, options);
-  const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
   try {
     const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, options.mode ?? 0o666);
     try {
-      writeAll(fd, bytes);
+      if (typeof data === 'function') data((piece) => writeAll(fd, bytesOf(piece)));
+      else writeAll(fd, bytesOf(data));
       if (durable) fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -238,6 +249,40 @@ function growShared(size: number, keep: number): Buffer {
 /** The first buffer for a read: what fstat says is there, plus room to notice growth. */
 const READ_SLACK_BYTES = 64 * 1024;
 
+export type RegularFileOpen = { ok: true; fd: number; size: number } | { ok: false; problem: HeadProblem };
+
+/**
+ * Open a regular file for reading without ever blocking or throwing, as `readHead` does: the
+ * path is stat'ed, opened read-only with O_NONBLOCK and O_NOCTTY, and fstat'ed; anything but a
+ * regular file is refused (its descriptor closed), so a FIFO or a device costs no wait and no
+ * side effect. On success the caller owns `fd` and closes it; `size` is fstat's.
+ */
+export function openRegularFile(path: PathLike): RegularFileOpen {
+  try {
+    // A missing file is common (a sweep over thousands of units): answered without an Error.
+    const stats = statSync(path, { throwIfNoEntry: false });
+    if (stats === undefined) return { ok: false, problem: 'absent' };
+    if (!stats.isFile()) return { ok: false, problem: 'NotARegularFile' };
+  } catch (error) {
+    return { ok: false, problem: problemOf(error) };
+  }
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (error) {
+    return { ok: false, problem: problemOf(error) };
+  }
+  try {
+    const opened = fstatSync(fd);
+    if (opened.isFile()) return { ok: true, fd, size: opened.size };
+    closeSync(fd);
+    return { ok: false, problem: 'NotARegularFile' };
+  } catch (error) {
+    closeSync(fd);
+    return { ok: false, problem: problemOf(error) };
+  }
+}
+
 /**
  * Read the first bytes of a regular file (or those from `offset` on) without ever blocking or throwing. The path is
  * stat'ed, opened read-only with O_NONBLOCK and O_NOCTTY, and fstat'ed: anything but a regular
@@ -271,28 +316,15 @@ function readIntoShared(
   const { maxBytes } = options;
   const offset = options.offset ?? 0;
   const refuse = options.overflow === 'refuse';
+  const file = openRegularFile(path);
+  if (!file.ok) return file;
+  const { fd } = file;
   try {
-    // A missing file is common (a sweep over thousands of units): answered without an Error.
-    const stats = statSync(path, { throwIfNoEntry: false });
-    if (stats === undefined) return { ok: false, problem: 'absent' };
-    if (!stats.isFile()) return { ok: false, problem: 'NotARegularFile' };
-  } catch (error) {
-    return { ok: false, problem: problemOf(error) };
-  }
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch (error) {
-    return { ok: false, problem: problemOf(error) };
-  }
-  try {
-    const opened = fstatSync(fd);
-    if (!opened.isFile()) return { ok: false, problem: 'NotARegularFile' };
     // One byte more than allowed tells a file of exactly maxBytes from a longer one.
     const want = maxBytes + 1;
     // Sized to the file, not to the bound, and grown while the file turns out longer: a bound of
     // 256 MiB must not allocate 256 MiB (V8 answers that much external memory with a full GC).
-    let buffer = sharedBuffer(Math.min(want, Math.max(0, opened.size - offset) + READ_SLACK_BYTES));
+    let buffer = sharedBuffer(Math.min(want, Math.max(0, file.size - offset) + READ_SLACK_BYTES));
     let length = 0;
     while (length < want) {
       if (length === buffer.length) buffer = growShared(Math.min(want, 2 * buffer.length), length);

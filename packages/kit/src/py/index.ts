@@ -14,6 +14,9 @@ const PY_WHITESPACE_CODES = [
 ];
 const PY_WHITESPACE = new Set(PY_WHITESPACE_CODES.map((code) => String.fromCharCode(code)));
 
+/** The code points of Python's str.isspace set, for scanners that work on bytes. */
+export const PY_WHITESPACE_CODE_POINTS: readonly number[] = PY_WHITESPACE_CODES;
+
 /** A run of Python whitespace, for `text.replace(PY_WHITESPACE_RUN, ' ')`. */
 export const PY_WHITESPACE_RUN = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/g;
 
@@ -56,6 +59,9 @@ export function pySplit(value: string): string[] {
 
 /** Python's str.splitlines() boundaries: more than the universal newlines a file iteration uses. */
 export const PY_LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
+
+/** The characters `PY_LINE_BREAK` breaks at, one by one (`\r\n` is one break of two), for scanners that work on bytes. */
+export const PY_LINE_BREAK_CODE_POINTS: readonly number[] = [0x0a, 0x0b, 0x0c, 0x0d, 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029];
 
 /** Python `str.splitlines()` (line ends dropped; no trailing empty line). */
 export function splitLines(text: string): string[] {

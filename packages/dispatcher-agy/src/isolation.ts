@@ -21,6 +21,7 @@
  * when agy exits or the dispatcher dies), and agy runs in a process group of its own.
  */
 import { execFile, spawnSync } from 'node:child_process';
+import { underParentDeath } from '@prun/kit/fs';
 
 export type IsolationSetting = 'auto' | 'off' | 'pid';
 
@@ -238,12 +239,12 @@ function* planSteps(setting: IsolationSetting, platform: NodeJS.Platform, isRoot
   const candidates = unshareCandidates(isRoot);
   if (platform === 'linux' && setting !== 'off') {
     const first = candidates[0]!;
-    if ((yield ['setpriv', '--pdeathsig', 'KILL', '--', ...first, '--', ...DROP_CAPABILITIES, ...perl]).ok) {
+    if ((yield underParentDeath([...first, '--', ...DROP_CAPABILITIES, ...perl], 'KILL')).ok) {
       return { isolation: { kind: 'pid', unshare: first }, parentDeath: true, launcher: true };
     }
   }
   const launcher = platform === 'linux' && (yield perl).ok;
-  const parentDeath = launcher && (yield ['setpriv', '--pdeathsig', 'TERM', '--', ...perl]).ok;
+  const parentDeath = launcher && (yield underParentDeath(perl, 'TERM')).ok;
   if (setting === 'off') return { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath, launcher };
   if (platform !== 'linux') return { isolation: { kind: 'none', reason: `PID namespaces need Linux (this is ${platform})` }, parentDeath, launcher };
   if (!launcher) return { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, parentDeath, launcher };
@@ -321,5 +322,5 @@ export function launchArgv(plan: LaunchPlan, input: LaunchInput): string[] {
   // The keeper (no namespace) must clean up when the dispatcher dies, so it gets a signal it
   // can handle; in a namespace, SIGKILL to unshare ends everything.
   const deathSignal = plan.isolation.kind === 'pid' ? 'KILL' : 'TERM';
-  return plan.parentDeath ? ['setpriv', '--pdeathsig', deathSignal, '--', ...launcher] : launcher;
+  return plan.parentDeath ? underParentDeath(launcher, deathSignal) : launcher;
 }

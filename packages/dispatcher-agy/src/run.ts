@@ -5,7 +5,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { CliError, packageVersion, signalExitCode } from '@prun/kit/cli';
-import { removeStaleTemps } from '@prun/kit/fs';
+import { removeStaleTemps, underParentDeath } from '@prun/kit/fs';
 import { constants as osConstants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { formatWithheld, scrubEnv } from '@prun/env-scrub';
@@ -423,18 +423,28 @@ function createStateDir(config: DispatchConfig, env: NodeJS.ProcessEnv, plan: La
   return { config, stateDir, nonce, scratchDir: config.scratchDir ?? join(stateDir, STATE_FILES.workDir) };
 }
 
-async function loadStatesIfNeeded(model: string, env: NodeJS.ProcessEnv, cwd: string): Promise<PoolStates | null> {
+async function loadStatesIfNeeded(model: string, run: Dispatch, cwd: string): Promise<PoolStates | null> {
+  const env = run.io.env;
   // The snapshot (and any refresh it triggers) is skipped entirely when routing cannot use it.
   if (!routeNeedsSnapshot(model, env)) return null;
   // A refresh resolves a relative ANTIGRAVITY_BIN against the unit's directory, not the process's.
-  return loadPoolStatesForDispatch({ env, refresh: (options) => refresh({ ...options, cwd }) });
+  return loadPoolStatesForDispatch({ env, refresh: (options) => refresh({ ...options, cwd, parentDeath: refreshDiesWithUs(run) }) });
+}
+
+/**
+ * A `/usage` refresh's agy must not outlive this process either (killed while the query runs, a
+ * dispatcher or a batch's supervisor would leave it running): under the same parent-death
+ * signal as the worker's chain and the preflight, where the launch plan found it working.
+ */
+function refreshDiesWithUs(run: Dispatch): boolean {
+  return run.plan?.parentDeath === true;
 }
 
 /** README "How it works", steps 3-6: the model that will run, or a Stop. */
 async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise<string> {
   const env = run.io.env;
   const pinned = config.namedModel !== '';
-  const decision = route(config.model, pinned, await loadStatesIfNeeded(config.model, env, config.cwd), env);
+  const decision = route(config.model, pinned, await loadStatesIfNeeded(config.model, run, config.cwd), env);
   if (decision.block !== undefined) throw stop(decision.block, QUOTA_EXHAUSTED_EXIT);
   if (decision.note !== undefined) {
     run.say(decision.note);
@@ -448,7 +458,7 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
   const noteLine = quotaNoteLineFor(routed, final);
   if (noteLine !== null) appendFileSync(run.statePath(STATE_FILES.quotaNote), `${noteLine}\n`);
   if (modelPool(final) !== modelPool(routed)) {
-    const block = recheckAfterFallback(final, await loadStatesIfNeeded(final, env, config.cwd), env);
+    const block = recheckAfterFallback(final, await loadStatesIfNeeded(final, run, config.cwd), env);
     if (block !== null) throw stop(block, QUOTA_EXHAUSTED_EXIT);
   }
   return final;
@@ -474,7 +484,7 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
   const launch = (args: string[]): { child: () => ChildProcess | null; done: Promise<CapturedRun> } => {
     // Under the kernel's parent-death signal too: a preflight command must not outlive a
     // killed dispatcher either.
-    const command = run.plan?.parentDeath === true ? ['setpriv', '--pdeathsig', 'KILL', '--', config.exe, ...args] : [config.exe, ...args];
+    const command = run.plan?.parentDeath === true ? underParentDeath([config.exe, ...args]) : [config.exe, ...args];
     let mine: ChildProcess | null = null;
     const done = runCaptured(command[0]!, command.slice(1), {
       env,
@@ -689,7 +699,7 @@ async function publish(run: Dispatch, end: WorkerEnd): Promise<number> {
   const outcome = decideOutcome({ end, reading, workerWrote: nonEmptyFile(config.resultPath) });
   if (outcome.refreshQuota && snapshotLocation(env).managed) {
     // The next unit of the batch should route on the meter as it is now.
-    await refresh({ force: true, env, cwd: config.cwd }).catch(() => undefined);
+    await refresh({ force: true, env, cwd: config.cwd, parentDeath: refreshDiesWithUs(run) }).catch(() => undefined);
   }
   let { code, reason } = outcome;
   const publishOptions = { tag: PUBLISH_TAG, nonce };

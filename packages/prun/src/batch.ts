@@ -10,7 +10,7 @@ import { EXIT } from './errors.js';
 import { LOCK_FILE } from './lock.js';
 import { appendLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
 import { BATCH_FILES } from '@prun/unit-state/ledger';
-import { countsAgainstBatch, isFailedStatus, unitOutcome, type UnitOutcome } from './outcome.js';
+import { countsAgainstBatch, isFailedStatus, supervisorDeathText, unitOutcome, type UnitOutcome } from './outcome.js';
 import { clearCancelRequest, pendingCancelRequests, publishStoppedResult } from './cancel-requests.js';
 import { haltReached, type HaltRule } from './halt.js';
 import { stopRunningUnit, type RunningDispatch } from './stop.js';
@@ -321,7 +321,7 @@ export class BatchRun {
    * Record a unit's end from its dispatcher's exit (`exitCode`), or from what it left behind when
    * it ended unwatched (`exitCode` null), through the one outcome rule both paths share.
    */
-  private settle(id: string, exitCode: number | null, unwatchedNote: string | null = null): void {
+  private settle(id: string, exitCode: number | null, unwatchedNote: string | null = null, hostDeath: string | null = null): void {
     const entry = this.latest.get(id)!;
     const stateDir = entry.state_dir ?? stateDirFromLog(this.paths.stdoutLog(id));
     const result = readResultHead(this.paths.result(id));
@@ -335,6 +335,7 @@ export class BatchRun {
       // The rule is not remembered across a restart: then the note says only `--halt`.
       haltedBy: entry.stop_reason === 'halt' ? ['--halt', ...(this.settings.halt ? [this.settings.halt.text] : [])].join(' ') : null,
       retriesLeft: Math.max(0, (this.settings.retries ?? 0) - (entry.retry ?? 0)),
+      hostDeath,
     });
     const facts = stateDir ? readModelFacts(stateDir) : null;
     const ran: Partial<LedgerEntry> = facts
@@ -358,7 +359,10 @@ export class BatchRun {
         this.record(id, { ...base, status: 'queued', ended_at: null, note: outcome.note });
         break;
       default: {
-        if (outcome.status === 'cancelled' || (outcome.status === 'interrupted' && entry.stop_reason === 'halt' && result !== null)) {
+        // A unit whose supervisor died published nothing: its FALLBACK says why, as the
+        // dispatcher's own would have.
+        const diedUnpublished = hostDeath !== null && result === null;
+        if (outcome.status === 'cancelled' || diedUnpublished || (outcome.status === 'interrupted' && entry.stop_reason === 'halt' && result !== null)) {
           publishStoppedResult(this.paths.result(id), id, result, outcome.note);
         }
         this.record(id, { ...base, status: outcome.status, ended_at: nowIso(), note: outcome.note });
@@ -579,12 +583,20 @@ export class BatchRun {
   /** This driver's supervisor, started now if there is none (or the last one died). */
   private ownSupervisor(): SupervisorClient {
     if (this.supervisor?.usable !== true) {
-      this.supervisor = SupervisorClient.start(this.paths.dir, this.settings.env, (id, attempt, exitCode) => {
-        const live = this.live.get(id);
-        if (live?.how !== 'own' || live.attempt !== attempt) return;
-        this.live.delete(id);
-        this.settle(id, exitCode);
-      });
+      this.supervisor = SupervisorClient.start(
+        this.paths.dir,
+        this.settings.env,
+        (id, attempt, exitCode, died) => {
+          const live = this.live.get(id);
+          if (live?.how !== 'own' || live.attempt !== attempt) return;
+          this.live.delete(id);
+          this.settle(id, exitCode, null, died === null ? null : supervisorDeathText(died));
+        },
+        (death, lost) => {
+          const took = lost.length === 0 ? ' (it hosted no running unit)' : `, taking ${lost.length} running unit(s) with it: ${lost.join(', ')}`;
+          this.settings.message(`${supervisorDeathText(death)}${took}`);
+        },
+      );
     }
     return this.supervisor;
   }

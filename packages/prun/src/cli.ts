@@ -19,6 +19,7 @@ import { removeSummary, writeSummary } from './live/watch.js';
 import { parseHalt, type HaltRule } from './halt.js';
 import { liveLockHolder } from './lock.js';
 import { resolveBatchDir } from './ledger.js';
+import { refuseJobsBeyondOpenFiles } from './supervise/limits.js';
 
 const NAME = 'prun';
 
@@ -154,7 +155,9 @@ async function runBatch(parsed: OwnArgs, env: NodeJS.ProcessEnv): Promise<number
   // Everything is checked, and the driver lock taken, before the first worker starts; the lock's
   // descriptor stays open for the life of this process.
   const opened =
-    args.plan !== undefined ? await createBatch(args.plan, args.dir, env, cwd) : await openBatch(args.resume ?? args.retryFailed!, env, cwd);
+    args.plan !== undefined ? await createBatch(args.plan, args.dir, env, cwd, { jobs: args.jobs }) : await openBatch(args.resume ?? args.retryFailed!, env, cwd);
+  // A resumed batch is checked once open (nothing runs yet; the lock goes with this process).
+  if (args.plan === undefined) refuseJobsBeyondOpenFiles(args.jobs, opened.units.length);
   const { paths } = opened;
   if (args.plan !== undefined) stderrLine(`batch directory ${paths.dir}`);
   if (opened.tornSetAside !== null) {
@@ -258,7 +261,7 @@ async function runStatus({ options: values, positionals }: OwnArgs, env: NodeJS.
   process.stdout.write(
     values.json
       ? `${JSON.stringify({ dir: batchPaths(dir).dir, driver_pid: status.driverPid, units: status.units })}\n`
-      : `${status.driverPid === null ? '' : `driven by prun pid ${status.driverPid}\n`}${renderStatus(status.units)}`,
+      : `${status.driverPid === null ? '' : `driven by prun pid ${status.driverPid}\n`}${renderStatus(status.units, status.endedUnwatched)}`,
   );
   return 0;
 }

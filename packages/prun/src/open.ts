@@ -26,6 +26,7 @@ import { appendLedger, readLedger, repairLedgerTail, resolveBatchDir, type Ledge
 import { LOCK_FILE, drivenBy, liveLockHolder, takeDriverLock } from './lock.js';
 import { loadPlan, PlanError, type ResolvedUnit } from './plan.js';
 import { isRunning } from './units.js';
+import { refuseJobsBeyondOpenFiles } from './supervise/limits.js';
 
 export interface OpenBatch {
   paths: BatchPaths;
@@ -261,9 +262,17 @@ export function checkNewBatch(
  * checked before anything is created; then laid out atomically under the driver lock.
  * `dir` undefined picks the default name in `cwd`, unique even for batches started together.
  */
-export async function createBatch(planPath: string, dir: string | undefined, env: NodeJS.ProcessEnv, cwd: string): Promise<OpenBatch> {
+export async function createBatch(
+  planPath: string,
+  dir: string | undefined,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  options: { jobs?: number } = {},
+): Promise<OpenBatch> {
   const now = new Date();
   const { units, target: firstTarget } = checkNewBatch(planPath, dir, env, cwd, now);
+  // Before the directory exists: a refused --jobs leaves nothing to clear away.
+  if (options.jobs !== undefined) refuseJobsBeyondOpenFiles(options.jobs, units.length);
   let made: string[] = [];
   try {
     made = makeParents(dirname(firstTarget));

@@ -22,6 +22,17 @@ export interface DispatchEnd {
   haltedBy?: string | null;
   /** Automatic retries (`--retries`) this unit has left; a failed or invalid end with some left is retried. */
   retriesLeft?: number;
+  /**
+   * The batch's supervisor died while hosting this dispatch (`supervisorDeathText`): that, not
+   * the unit's last log line, is why it ended.
+   */
+  hostDeath?: string | null;
+}
+
+/** How a batch's supervisor ended, for the notes and the message of the units it took with it. */
+export function supervisorDeathText(death: { pid: number; signal: string | null; code: number | null }): string {
+  const how = death.signal !== null ? `died of ${death.signal}` : `exited with code ${death.code ?? 'unknown'}`;
+  return `the batch's supervisor (pid ${death.pid}) ${how}`;
 }
 
 export type UnitOutcome =
@@ -84,6 +95,9 @@ export function unitOutcome(end: DispatchEnd): UnitOutcome {
 }
 
 function endOutcome(end: DispatchEnd): EndOutcome {
+  // What a unit published before its supervisor died decides, as for a dispatch that ended
+  // unwatched: the exit code is the supervisor's, not the dispatch's.
+  if (end.hostDeath && end.result !== null) return endOutcome({ ...end, exitCode: null, hostDeath: null });
   const { exitCode, result, stopSignal } = end;
   const quotaExit = exitCode === QUOTA_EXHAUSTED_EXIT;
   if (result === null) {
@@ -94,6 +108,7 @@ function endOutcome(end: DispatchEnd): EndOutcome {
       return { status: 'deferred', note: 'quota refused', refusal: 'quota' };
     }
     if (stopSignal !== null) return { status: 'interrupted', note: `stopped by ${stopSignal} before it published a result` };
+    if (end.hostDeath) return { status: 'failed', note: `${end.hostDeath} before this unit published a result` };
     if (exitCode === null) return { status: 'queued', note: 'previous dispatch ended without a result; dispatching again' };
     const why = end.stderrLast === null ? '' : `: ${end.stderrLast}`;
     return { status: 'failed', note: `dispatcher exited with code ${exitCode} and published no result${why}` };

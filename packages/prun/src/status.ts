@@ -7,7 +7,7 @@ import { BatchError, EXIT } from './errors.js';
 import { readLedger, type LedgerEntry } from './ledger.js';
 import { liveLockHolder } from './lock.js';
 import { loadPlan, PlanError } from './plan.js';
-import { unitDispatcherAlive } from './supervise/alive.js';
+import { hostedState, supervisorOf, unitDispatcherAlive } from './supervise/alive.js';
 import { fallbackReason, readResultHead } from './units.js';
 
 export interface UnitStatusRow {
@@ -35,6 +35,11 @@ export interface BatchStatus {
   driverPid: number | null;
   /** Ledger problems a driver would stop on or repair, one line each. */
   warnings: string[];
+  /**
+   * Units still `running` in the ledger whose dispatch has ended in their supervisor while no
+   * driver watched, with its exit code: the next `prun batch --resume` settles them.
+   */
+  endedUnwatched: Map<string, number>;
 }
 
 /**
@@ -57,8 +62,12 @@ export function batchStatus(dir: string): BatchStatus {
   if (!ledger.exists) warnings.push(`the ledger ${paths.ledger} is missing`);
   if (ledger.badLines.length > 0) warnings.push(`ledger lines ${ledger.badLines.join(', ')} of ${paths.ledger} are not valid entries`);
   if (ledger.tornTail) warnings.push(`the ledger's last line (${ledger.tornTail.line}) is torn; the next driver sets it aside`);
+  const endedUnwatched = new Map<string, number>();
   const units = ids.map((id): UnitStatusRow => {
     const entry = latest.get(id);
+    const host = entry?.status === 'running' ? supervisorOf(entry) : null;
+    const hosted = host === null ? null : hostedState(paths.dir, host, id, entry!.attempt ?? 0);
+    if (hosted?.kind === 'ended') endedUnwatched.set(id, hosted.exitCode);
     const head = readResultHead(paths.result(id));
     const summary = head === 'unparsed' ? null : head;
     const fallback = summary?.fallback === true;
@@ -68,7 +77,7 @@ export function batchStatus(dir: string): BatchStatus {
       exit_code: entry?.exit_code ?? null,
       result: head === null ? 'missing' : fallback ? 'fallback' : 'present',
       reason: summary && fallback ? fallbackReason(summary) : null,
-      dispatcher_alive: entry !== undefined && unitDispatcherAlive(paths, entry),
+      dispatcher_alive: hosted !== null ? hosted.kind === 'running' : entry !== undefined && unitDispatcherAlive(paths, entry),
       tail_bytes: entry?.state_dir ? (statRegularFile(join(entry.state_dir, STATE_FILES.tail))?.size ?? 0) : null,
       result_file: entry?.result_file ?? paths.result(id),
       state_dir: entry?.state_dir ?? null,
@@ -77,7 +86,7 @@ export function batchStatus(dir: string): BatchStatus {
       quota_fallback: entry?.quota_fallback === true,
     };
   });
-  return { units, driverPid: liveLockHolder(paths.lock), warnings };
+  return { units, driverPid: liveLockHolder(paths.lock), warnings, endedUnwatched };
 }
 
 /** Plain columns, padded; the last column is free text. */
@@ -88,15 +97,24 @@ export function renderTable(header: string[], rows: string[][]): string {
   return [line(header), ...rows.map(line)].join('\n') + '\n';
 }
 
-export function renderStatus(rows: UnitStatusRow[]): string {
+/**
+ * The status table. A `running` unit nothing runs any more is `running(ended)` when its dispatch
+ * ended in its supervisor while no driver watched (the detail gives its exit code: `--resume`
+ * settles it), and `running(dispatcher gone)` otherwise (it died, or was never handed over).
+ */
+export function renderStatus(rows: UnitStatusRow[], endedUnwatched: ReadonlyMap<string, number> = new Map()): string {
   return renderTable(
     ['UNIT', 'STATUS', 'EXIT', 'RESULT', 'DETAIL'],
-    rows.map((row) => [
-      row.id,
-      row.status + (row.status === 'running' && !row.dispatcher_alive ? '(dispatcher gone)' : ''),
-      row.exit_code === null ? '-' : String(row.exit_code),
-      row.result,
-      row.reason ?? row.note ?? '',
-    ]),
+    rows.map((row) => {
+      const ended = row.status === 'running' ? endedUnwatched.get(row.id) : undefined;
+      const gone = row.status === 'running' && !row.dispatcher_alive;
+      return [
+        row.id,
+        row.status + (ended !== undefined ? '(ended)' : gone ? '(dispatcher gone)' : ''),
+        row.exit_code === null ? '-' : String(row.exit_code),
+        row.result,
+        ended !== undefined ? `ended (exit ${ended}) while no driver watched; prun batch --resume settles it` : (row.reason ?? row.note ?? ''),
+      ];
+    }),
   );
 }

@@ -43,7 +43,20 @@ describe('prun batch attempts', () => {
 });
 
 describe('prun batch summary table', () => {
-  it('shows RESULT missing for a unit whose dispatcher died before it published anything', async () => {
+  it('shows RESULT missing for a unit that has no result file (one the batch never ran)', async () => {
+    box = sandbox();
+    const work = join(box.root, 'work');
+    mkdirSync(work);
+    writeFileSync(join(work, 'plan.json'), JSON.stringify({ units: [{ id: 'bad', prompt: 'UNIT-ID:bad [[agy EXIT=3]]', model: 'fake-model-x' }, { id: 'later', prompt: 'UNIT-ID:later', model: 'fake-model-x' }] }));
+    // One at a time, and no new unit after the first failure: later never runs.
+    const ended = await prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '1', '--halt', 'soon,fail=1'], { env: box.env, cwd: work });
+    expect(ended.exitCode).toBe(103);
+    const rows = String(ended.stdout).split('\n');
+    expect(rows.find((r) => r.startsWith('bad '))).toMatch(/^bad +failed +3 +results\/bad\.md \(FALLBACK\) +Agy exited with code 3/);
+    expect(rows.find((r) => r.startsWith('later '))).toMatch(/^later +queued +- +missing/);
+  }, 60_000);
+
+  it("shows the FALLBACK prun publishes for a unit whose supervisor died before it published anything", async () => {
     box = sandbox();
     const work = join(box.root, 'work');
     mkdirSync(work);
@@ -57,7 +70,7 @@ describe('prun batch summary table', () => {
     const ended = await run;
     expect(ended.exitCode).toBe(1);
     const rows = String(ended.stdout).split('\n');
-    expect(rows.find((r) => r.startsWith('gone '))).toMatch(/^gone +failed +137 +missing +dispatcher exited with code 137/);
+    expect(rows.find((r) => r.startsWith('gone '))).toMatch(new RegExp(`^gone +failed +137 +results/gone\\.md \\(FALLBACK\\) +the batch's supervisor \\(pid ${pid}\\) died of SIGKILL before this unit published a result$`));
     expect(rows.find((r) => r.startsWith('ok '))).toMatch(/^ok +done +0 +results\/ok\.md/);
   }, 60_000);
 });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { renderFallback } from '@prun/unit-state';
 import { stoppedResultText } from '../src/cancel-requests.js';
 import { haltReached, parseHalt } from '../src/halt.js';
-import { unitOutcome, type DispatchEnd } from '../src/outcome.js';
+import { supervisorDeathText, unitOutcome, type DispatchEnd } from '../src/outcome.js';
 import { decide, dependencyWaves } from '../src/schedule.js';
 
 const fallback = (reason: string) => ({ unitId: 'u', fallback: true, conclusion: `INCOMPLETE; ${reason}`, files: 'unknown', openItems: reason, verification: 'none' });
@@ -74,6 +74,23 @@ describe('outcome with the controls', () => {
     // Never a retry for what is not a failure: a quota deferral, an interrupt.
     expect(unitOutcome(end({ exitCode: 75, result: fallback('the Agy Gemini quota group is exhausted (resets later).'), retriesLeft: 2 })).status).toBe('deferred');
     expect(unitOutcome(end({ exitCode: 130, stopSignal: 'SIGINT', result: fallback('dispatcher received SIGINT'), retriesLeft: 2 })).status).toBe('interrupted');
+  });
+
+  it("gives the supervisor's death as the reason of a unit it took with it, not the unit's last log line", () => {
+    const died = "the batch's supervisor (pid 41) died of SIGKILL";
+    const routing = 'dispatch-task-agy: MODEL-FALLBACK from=a to=b reason=template-unlisted';
+    expect(unitOutcome(end({ exitCode: 137, stderrLast: routing, hostDeath: died }))).toEqual({ status: 'failed', note: `${died} before this unit published a result` });
+    // What was published, or the batch's own stop, still decides.
+    expect(unitOutcome(end({ exitCode: 137, result: done, hostDeath: died }))).toEqual({ status: 'done' });
+    expect(unitOutcome(end({ exitCode: 137, stopSignal: 'SIGTERM', hostDeath: died })).status).toBe('interrupted');
+    expect(unitOutcome(end({ exitCode: 137, hostDeath: died, retriesLeft: 1 }))).toMatchObject({ status: 'failed', retry: true });
+    // Without a host's death, a dispatcher's own end quotes its last line as before.
+    expect(unitOutcome(end({ exitCode: 2, stderrLast: 'dispatch-task-agy: prompt file not found: /p' }))).toEqual({
+      status: 'failed',
+      note: 'dispatcher exited with code 2 and published no result: dispatch-task-agy: prompt file not found: /p',
+    });
+    expect(supervisorDeathText({ pid: 41, signal: 'SIGKILL', code: null })).toBe(died);
+    expect(supervisorDeathText({ pid: 41, signal: null, code: 70 })).toBe("the batch's supervisor (pid 41) exited with code 70");
   });
 
   it('fails the dependents of a cancelled unit', () => {

@@ -97,12 +97,13 @@ export function latestStatus(dir: string): Record<string, string> {
 
 export interface AgyCall {
   kind: string;
+  pid: number;
   argv: string[];
   prompt: string | null;
 }
 
-/** fake-agy's worker invocations, with the unit id each one ran for. */
-export function workerCalls(logDir: string): Array<AgyCall & { unit: string | null }> {
+/** Every fake-agy invocation so far (its `calls.jsonl`): workers, preflight calls, `/usage` queries. */
+export function agyCalls(logDir: string): AgyCall[] {
   let text = '';
   try {
     text = readFileSync(join(logDir, 'calls.jsonl'), 'utf8');
@@ -112,7 +113,12 @@ export function workerCalls(logDir: string): Array<AgyCall & { unit: string | nu
   return text
     .split('\n')
     .filter(Boolean)
-    .map((line) => JSON.parse(line) as AgyCall)
+    .map((line) => JSON.parse(line) as AgyCall);
+}
+
+/** fake-agy's worker invocations, with the unit id each one ran for. */
+export function workerCalls(logDir: string): Array<AgyCall & { unit: string | null }> {
+  return agyCalls(logDir)
     .filter((call) => call.kind === 'worker')
     // The unit's own `UNIT-ID:<id>` marker, else (a restatement turn) the relay's `# <id> result` shape line.
     .map((call) => ({ ...call, unit: /UNIT-ID:([\w-]+)/.exec(call.prompt ?? '')?.[1] ?? /^# ([\w-]+) result$/m.exec(call.prompt ?? '')?.[1] ?? null }));

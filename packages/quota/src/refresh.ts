@@ -1,6 +1,6 @@
 import { access, mkdir, open, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { which as whichOnPath } from '@prun/kit/fs';
+import { underParentDeath, which as whichOnPath } from '@prun/kit/fs';
 import { pyInt } from '@prun/kit/py';
 import { z } from 'zod';
 import { fileAgeSeconds, writeFileAtomic } from './files.js';
@@ -70,6 +70,12 @@ export interface RefreshOptions {
   readonly runner?: UsageRunner;
   /** Directory a relative `ANTIGRAVITY_BIN` is resolved against; defaults to process.cwd(). */
   readonly cwd?: string;
+  /**
+   * Start agy under the kernel's parent-death signal (`setpriv --pdeathsig KILL`), so a host
+   * killed while the query runs (a dispatcher, a batch's supervisor) leaves no agy behind. Only
+   * for a caller that knows setpriv works here: the dispatcher passes its launch plan's answer.
+   */
+  readonly parentDeath?: boolean;
 }
 
 /** Python's `int()` of a setting (kit's pyInt); anything invalid or not positive gives the fallback. */
@@ -227,9 +233,11 @@ export async function refresh(options: RefreshOptions = {}): Promise<RefreshResu
       const executable = await findAgyForRefresh(env, options.cwd);
       if (executable === null) return done('failed', 'no-binary', false, 'agy not found; install the Antigravity CLI or set ANTIGRAVITY_BIN');
       const runner = options.runner ?? runUsageQuery;
+      const usage = [executable, '-p', '/usage', '--output-format', 'json', '--print-timeout', `${timeoutSeconds}s`];
+      const command = options.parentDeath === true ? underParentDeath(usage) : usage;
       const query = await runner({
-        file: executable,
-        args: ['-p', '/usage', '--output-format', 'json', '--print-timeout', `${timeoutSeconds}s`],
+        file: command[0]!,
+        args: command.slice(1),
         cwd: homeDir(env),
         timeoutMs: (timeoutSeconds + QUERY_DEADLINE_GRACE_SECONDS) * 1000,
         env,

@@ -72,6 +72,17 @@ describe('refresh', () => {
     expect(existsSync(s.lock)).toBe(false);
   });
 
+  it('with parentDeath starts the same query under setpriv --pdeathsig KILL, so it dies with its host', async () => {
+    const s = setup();
+    const runner = recordingRunner();
+    await run({ force: true, env: s.env, runner, parentDeath: true });
+    expect(runner.calls[0]).toMatchObject({
+      file: 'setpriv',
+      args: ['--pdeathsig', 'KILL', '--', s.agy, '-p', '/usage', '--output-format', 'json', '--print-timeout', '30s'],
+      cwd: s.home,
+    });
+  });
+
   it('leaves plan_tier out when it is falsy and honours AGY_QUOTA_TIMEOUT_SECONDS', async () => {
     const s = setup({ AGY_QUOTA_TIMEOUT_SECONDS: '7' });
     const runner = recordingRunner({ stdout: JSON.stringify({ ...USAGE_PAYLOAD, plan_tier: '' }) });

@@ -1,5 +1,5 @@
 // @prun/kit/fs: the one atomic writer, the one bounded non-blocking reader, the one `which`,
-// the one `os.path.isdir`/`isfile`.
+// the one `os.path.isdir`/`isfile`, the one parent-death prefix.
 import { randomBytes } from 'node:crypto';
 import {
   accessSync,
@@ -411,6 +411,20 @@ export function isRegularFile(path: PathLike): boolean {
   } catch {
     return false;
   }
+}
+
+// --- the parent-death signal -------------------------------------------------------------------
+
+/**
+ * `command` started under the kernel's parent-death signal (util-linux `setpriv --pdeathsig`):
+ * when the process that starts it dies, any way (kill -9, out of memory), the kernel sends the
+ * command `signal`, so it cannot outlive its host. setpriv execs the command (the same pid), and
+ * the signal survives that exec. For a caller that has found `setpriv --pdeathsig` working here
+ * (dispatcher-agy's launch plan probes it once); everything the dispatcher starts goes through
+ * this one spelling.
+ */
+export function underParentDeath(command: readonly string[], signal: 'KILL' | 'TERM' = 'KILL'): string[] {
+  return ['setpriv', '--pdeathsig', signal, '--', ...command];
 }
 
 // --- flock ------------------------------------------------------------------------------------

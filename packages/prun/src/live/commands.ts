@@ -94,7 +94,8 @@ export async function runWait(dirArg: string, json: boolean, out: NodeJS.Writabl
     const document = end.summary === null ? { dir: paths.dir, exit_code: end.exitCode, stopped_by: null, units: batchStatus(paths.dir).units } : end.summary.document;
     out.write(`${JSON.stringify(document)}\n`);
   } else {
-    out.write(renderStatus(batchStatus(paths.dir).units));
+    const status = batchStatus(paths.dir);
+    out.write(renderStatus(status.units, status.endedUnwatched));
   }
   return end.exitCode;
 }
@@ -130,7 +131,7 @@ export async function runStatusWatch(dirArg: string, env: NodeJS.ProcessEnv): Pr
   }
   const status = batchStatus(paths.dir);
   for (const warning of status.warnings) process.stderr.write(`prun: ${warning}\n`);
-  process.stdout.write(renderStatus(status.units));
+  process.stdout.write(renderStatus(status.units, status.endedUnwatched));
   // A driver killed with units unsettled is no end: say so as `prun wait` does, never exit 0.
   if (look.end.kind === 'abandoned') throw abandoned(paths);
   return EXIT.ok;

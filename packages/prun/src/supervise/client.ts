@@ -14,12 +14,29 @@ const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 /** How long the driver waits at its end for its idle supervisor to exit. */
 const CLOSE_WAIT_MS = 5000;
 
-/** Told once per unit handed over: its dispatch's exit code, or the supervisor's when it died first. */
-export type UnitEnded = (id: string, attempt: number, exitCode: number) => void;
+/** How the supervisor process ended when it ended before its driver let it go (kill -9, a crash). */
+export interface SupervisorDeath {
+  pid: number;
+  /** The signal that killed it, or null when it exited. */
+  signal: NodeJS.Signals | null;
+  /** Its exit code when it exited. */
+  code: number | null;
+}
+
+/**
+ * Told once per unit handed over: its dispatch's exit code, or, when the supervisor died before
+ * the dispatch ended, the supervisor's and how it died.
+ */
+export type UnitEnded = (id: string, attempt: number, exitCode: number, died: SupervisorDeath | null) => void;
+
+/** Told once, before the units it took with it are: the supervisor died, hosting these units. */
+export type SupervisorDied = (death: SupervisorDeath, lostUnits: string[]) => void;
 
 export class SupervisorClient {
   private readonly waiting = new Map<string, number>();
   private closed = false;
+  /** The driver has let it go (close): an exit 0 from now on is its normal end. */
+  private letGo = false;
   private readonly exited: Promise<void>;
 
   private constructor(
@@ -27,6 +44,7 @@ export class SupervisorClient {
     private readonly child: ChildProcess,
     readonly identity: SupervisorIdentity,
     private readonly onEnd: UnitEnded,
+    private readonly onDied: SupervisorDied,
   ) {
     const channel = this.channel;
     channel.setEncoding('utf8');
@@ -37,7 +55,8 @@ export class SupervisorClient {
       // 'close': the process has exited and every notice it wrote has been read.
       child.on('close', (code, signal) => {
         this.closed = true;
-        this.settleRest(code ?? (signal ? signalExitCode(signal) : 128));
+        const death = this.letGo && code === 0 ? null : { pid: identity.pid, signal, code };
+        this.settleRest(code ?? (signal ? signalExitCode(signal) : 128), death);
         resolveExit();
       });
     });
@@ -48,7 +67,7 @@ export class SupervisorClient {
    * the driver, which passes it on), working in the batch directory, its own messages appended to
    * `supervisors/log`. Throws when it cannot be started.
    */
-  static start(batchDir: string, env: NodeJS.ProcessEnv, onEnd: UnitEnded): SupervisorClient {
+  static start(batchDir: string, env: NodeJS.ProcessEnv, onEnd: UnitEnded, onDied: SupervisorDied): SupervisorClient {
     const root = supervisorsRoot(batchDir);
     mkdirSync(root, { recursive: true });
     const log = openSync(join(root, 'log'), 'a');
@@ -64,7 +83,7 @@ export class SupervisorClient {
       child.kill('SIGKILL');
       throw new Error('the supervisor process did not start');
     }
-    return new SupervisorClient(batchDir, child, { pid: child.pid, start }, onEnd);
+    return new SupervisorClient(batchDir, child, { pid: child.pid, start }, onEnd, onDied);
   }
 
   private get channel(): Socket {
@@ -91,35 +110,29 @@ export class SupervisorClient {
     }
     if (this.waiting.get(notice.id) !== notice.attempt) return;
     this.waiting.delete(notice.id);
-    this.onEnd(notice.id, notice.attempt, notice.exit_code);
+    this.onEnd(notice.id, notice.attempt, notice.exit_code, null);
   }
 
   /**
-   * The supervisor has died with units still waiting: those it finished have a record; the rest
-   * died with it (their workers by the parent-death signal) and end with its exit code, as a
-   * killed dispatcher's unit does.
+   * The supervisor has ended with units still waiting: those it finished have a record; the rest
+   * died with it (their workers by the parent-death signal) and end with its exit code and how it
+   * died. A death the driver did not ask for is told first (`onDied`), even with no unit lost.
    */
-  private settleRest(exitCode: number): void {
+  private settleRest(exitCode: number, death: SupervisorDeath | null): void {
     const paths = supervisorPaths(this.batchDir, this.identity);
-    for (const [id, attempt] of [...this.waiting]) {
-      this.waiting.delete(id);
+    const ends = [...this.waiting].map(([id, attempt]) => {
       const record = readHostedRecord(paths.unit(id));
       const ended = record !== null && record.attempt === attempt && record.state === 'ended' && record.exit_code !== null;
-      this.onEnd(id, attempt, ended ? record.exit_code! : exitCode);
-    }
-  }
-
-  /** Signal the supervisor process (every unit it hosts stops as its dispatcher would). */
-  signal(signal: NodeJS.Signals): void {
-    try {
-      process.kill(this.identity.pid, signal);
-    } catch {
-      // already gone
-    }
+      return { id, attempt, recorded: ended ? record.exit_code : null };
+    });
+    this.waiting.clear();
+    if (death !== null) this.onDied(death, ends.filter((end) => end.recorded === null).map((end) => end.id));
+    for (const end of ends) this.onEnd(end.id, end.attempt, end.recorded ?? exitCode, end.recorded === null ? death : null);
   }
 
   /** No more units: let it go (it exits once idle) and wait, briefly, for it to be gone. */
   async close(): Promise<void> {
+    this.letGo = true;
     this.channel.end();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.exited, new Promise<void>((resolveWait) => (timer = setTimeout(resolveWait, CLOSE_WAIT_MS)))]);

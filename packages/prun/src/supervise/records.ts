@@ -6,7 +6,7 @@
 //
 //   supervisors/<pid>-<start>/           one supervisor process (pid and /proc start time)
 //     units/<id>.json                    {"id","attempt","state":"running"|"ended","exit_code"}
-//     stop/<id>.<signal>.<nonce>         a request to stop one unit (prun cancel), consumed
+//     stop/<id>.<attempt>.<SIGNAL>.<hex>  a request to stop one attempt of one unit (src/stop.ts), consumed
 //     drained                            its driver is gone and every unit it was handed has a record
 //   supervisors/log                      what the supervisors themselves print (normally nothing)
 //

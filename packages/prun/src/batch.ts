@@ -23,7 +23,7 @@ import {
   findDispatcherFor,
   hasConversation,
   isDispatcherFor,
-  lastLogLine,
+  dispatchReason,
   processStartTime,
   readModelFacts,
   readResultHead,
@@ -330,7 +330,7 @@ export class BatchRun {
       exitCode,
       result,
       stopSignal: entry.stop_signal ?? null,
-      stderrLast: result === null ? lastLogLine(this.paths.stderrLog(id)) : null,
+      stderrLast: result === null ? dispatchReason(this.paths.stderrLog(id), stateDir ?? null) : null,
       cancelled: entry.stop_reason === 'cancel',
       // The rule is not remembered across a restart: then the note says only `--halt`.
       haltedBy: entry.stop_reason === 'halt' ? ['--halt', ...(this.settings.halt ? [this.settings.halt.text] : [])].join(' ') : null,

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { readHead } from '@prun/kit/fs';
+import { MESSAGE_PREFIX } from '@prun/dispatcher-agy';
 import { resultFileOfArgv } from './dispatcher.js';
 import { STATE_DIR_LINE_PREFIX, STATE_FILES, isProcessAlive, parseResultSummary, readStateEntry, type ResultSummary } from '@prun/unit-state';
 
@@ -152,15 +153,42 @@ export function readModelFacts(stateDir: string): ModelFacts {
   };
 }
 
-/** The last non-blank line of a dispatcher's captured stderr (its own message on an early exit). */
-export function lastLogLine(path: string, bytes = 4096): string | null {
+/** The last `bytes` of a regular file as text, or null. */
+function logEnd(path: string, bytes: number): string | null {
   const stats = statSync(path, { throwIfNoEntry: false });
   if (stats === undefined || !stats.isFile()) return null;
   const length = Math.min(stats.size, bytes);
   const tail = readHead(path, { maxBytes: length, offset: stats.size - length });
-  if (!tail.ok) return null;
-  const lines = tail.text.split('\n').map((line) => line.trim()).filter(Boolean);
+  return tail.ok ? tail.text : null;
+}
+
+const logLines = (text: string): string[] => text.split('\n').map((line) => line.trim()).filter(Boolean);
+
+/** How much of a dispatch's stderr log is searched for its reason (the echo after it is bounded to 80 + 80 lines). */
+const REASON_SEARCH_BYTES = 1024 * 1024;
+
+/**
+ * The line of a dispatcher's stderr that says why it ended: its last own message
+ * (`dispatch-task-agy: ...`) that is not a routing note it printed before the run (those are
+ * also its state dir's `quota-note` lines), since after its reason it echoes the worker's last
+ * output lines, which say nothing of why the dispatch failed; without one, the last line.
+ */
+export function dispatchReasonLine(logText: string, routingNotes: readonly string[]): string | null {
+  const lines = logLines(logText);
+  const notes = new Set(routingNotes.map((note) => note.trim()));
+  for (let i = lines.length - 1; i >= 0; i -= 1) {
+    const line = lines[i]!;
+    if (line.startsWith(MESSAGE_PREFIX) && !notes.has(line.slice(MESSAGE_PREFIX.length).trim())) return line;
+  }
   return lines.at(-1) ?? null;
+}
+
+/** `dispatchReasonLine` of a unit's stderr log, with its state dir's routing notes. */
+export function dispatchReason(logPath: string, stateDir: string | null): string | null {
+  const text = logEnd(logPath, REASON_SEARCH_BYTES);
+  if (text === null) return null;
+  const notes = stateDir === null ? null : readStateEntry(stateDir, STATE_FILES.quotaNote);
+  return dispatchReasonLine(text, notes?.ok === true ? notes.text.split('\n') : []);
 }
 
 /** Whether a state directory recorded a conversation a follow-up turn can continue. */

@@ -5,7 +5,7 @@ import { execa } from 'execa';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isRunning } from '../src/units.js';
+import { dispatchReasonLine, isRunning } from '../src/units.js';
 import { hardOpenFilesLimit, openFilesProblem } from '../src/supervise/limits.js';
 import { supervisorPaths } from '../src/supervise/records.js';
 import { agyCalls, handedOver, latestStatus, ledger, openGate, planUnit, prun, prunBin, repoRoot, sandbox, waitFor, workerStarts, type Sandbox } from './helpers.js';
@@ -185,3 +185,25 @@ describe('--jobs within the open-file limit (review15)', () => {
   }, 60_000);
 });
 
+
+describe('the note of a unit that published no result quotes why its dispatcher ended (review15b)', () => {
+  const prefix = 'dispatch-task-agy: ';
+  const routing = 'MODEL-FALLBACK from=claude-sonnet-5-5-high to=gemini-3.8-flash-high reason=template-unlisted';
+  const echo = Array.from({ length: 80 }, (_, i) => `{"event": "step_update", "line": ${i}}`);
+
+  it('picks the dispatcher\'s own last message, not the worker output it echoes after it', () => {
+    const log = [`${prefix}${routing}`, `${prefix}could not write FALLBACK result to /r/a.md: ENOSPC: no space left on device`, `${prefix}Agy exited with code 3`, ...echo, ''].join('\n');
+    expect(dispatchReasonLine(log, [routing])).toBe(`${prefix}Agy exited with code 3`);
+  });
+
+  it('skips the routing notes the dispatcher printed before the run (its quota-note lines)', () => {
+    const log = [`${prefix}${routing}`, ...echo].join('\n');
+    expect(dispatchReasonLine(log, [routing])).toBe(echo.at(-1));
+    expect(dispatchReasonLine(log, [])).toBe(`${prefix}${routing}`);
+  });
+
+  it('falls back to the last line, and to null for an empty log', () => {
+    expect(dispatchReasonLine('spawn setpriv EMFILE\n\n', [])).toBe('spawn setpriv EMFILE');
+    expect(dispatchReasonLine('\n  \n', [])).toBeNull();
+  });
+});

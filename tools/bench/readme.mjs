@@ -26,26 +26,60 @@ function rss(row, base) {
   return `${row.rssMiB.toFixed(1)} MiB (${diff >= 0 ? '+' : '−'}${Math.abs(diff).toFixed(1)})`;
 }
 
-/** The generated block for one package: one table per recorded measurement, ratios only. */
-export function renderBlock(tables, date = new Date()) {
-  const lines = [BEGIN, ''];
-  for (const table of tables) {
-    const base = table.rows[0];
-    const rssBase = table.rows[table.rssBaseline ?? 0];
-    lines.push(`**${table.title}**`, '', '| measurement | wall time | CPU time | peak RSS |', '|---|---|---|---|');
-    for (const row of table.rows) lines.push(`| ${row.readmeLabel ?? row.label} | ${ratio(row, base)} | ${cpu(row, base)} | ${rss(row, rssBase)} |`);
-    lines.push(
-      '',
-      `Wall and CPU (user + system) time: medians as ratios to "${base.readmeLabel ?? base.label}"; peak RSS in brackets: the difference to "${rssBase.readmeLabel ?? rssBase.label}".${table.note ? ` ${table.note}` : ''}`,
-      '',
-    );
-  }
-  lines.push(`All rows of a table measured in one run, interleaved, medians; ${machineLine()}, ${date.toISOString().slice(0, 10)}.`, '', END);
+/** One table's section: its title, its rows as ratios, its note, and when and where it was measured. */
+export function renderSection(table, date = new Date()) {
+  const base = table.rows[0];
+  const rssBase = table.rows[table.rssBaseline ?? 0];
+  const lines = [`**${table.title}**`, '', '| measurement | wall time | CPU time | peak RSS |', '|---|---|---|---|'];
+  for (const row of table.rows) lines.push(`| ${row.readmeLabel ?? row.label} | ${ratio(row, base)} | ${cpu(row, base)} | ${rss(row, rssBase)} |`);
+  lines.push(
+    '',
+    `Wall and CPU (user + system) time: medians as ratios to "${base.readmeLabel ?? base.label}"; peak RSS in brackets: the difference to "${rssBase.readmeLabel ?? rssBase.label}".${table.note ? ` ${table.note}` : ''}`,
+    '',
+    `${SECTION_FOOTER} ${machineLine()}, ${date.toISOString().slice(0, 10)}.`,
+  );
   return lines.join('\n');
 }
 
+/** Each section's last line; before sections carried it, one footer line closed the whole block. */
+const SECTION_FOOTER = 'All rows measured in one run, interleaved, medians;';
+const OLD_BLOCK_FOOTER = 'All rows of a table measured in one run';
+
+/** The sections of a generated block, by title, in order (a section runs from its `**title**` line to the next). */
+export function parseSections(block) {
+  const sections = new Map();
+  let title = null;
+  let lines = [];
+  const flush = () => {
+    if (title !== null) sections.set(title, lines.join('\n').trim());
+  };
+  for (const line of block.split('\n')) {
+    if (line === BEGIN || line === END || line.startsWith(OLD_BLOCK_FOOTER)) continue;
+    const heading = /^\*\*(.+)\*\*$/.exec(line);
+    if (heading) {
+      flush();
+      title = heading[1];
+      lines = [line];
+    } else if (title !== null) lines.push(line);
+  }
+  flush();
+  return sections;
+}
+
+/**
+ * The generated block for one package: the sections already there, each replaced by this run's
+ * table of the same title, and this run's new tables after them. A run filtered to some
+ * workloads so leaves the other workloads' tables (each dated) as they were; a full run passes
+ * no existing block.
+ */
+export function renderBlock(tables, date = new Date(), existing = '') {
+  const sections = parseSections(existing);
+  for (const table of tables) sections.set(table.title, renderSection(table, date));
+  return [BEGIN, '', ...[...sections.values()].flatMap((section) => [section, '']), END].join('\n');
+}
+
 /** Rewrite each recorded package's README block; returns one line per README about what happened. */
-export function writeReadmes(repoRoot, tablesByPackage) {
+export function writeReadmes(repoRoot, tablesByPackage, { keepOthers = false } = {}) {
   const report = [];
   for (const [folder, tables] of tablesByPackage) {
     const path = join(repoRoot, 'packages', folder, 'README.md');
@@ -60,8 +94,9 @@ export function writeReadmes(repoRoot, tablesByPackage) {
       report.push(`bench: packages/${folder}/README.md has no bench markers; add the two marker lines to opt in (tools/bench/README.md)`);
       continue;
     }
-    writeFileSync(path, text.slice(0, begin) + renderBlock(tables) + text.slice(end + END.length));
-    report.push(`bench: wrote ${tables.length} table(s) into packages/${folder}/README.md`);
+    const block = renderBlock(tables, new Date(), keepOthers ? text.slice(begin, end + END.length) : '');
+    writeFileSync(path, text.slice(0, begin) + block + text.slice(end + END.length));
+    report.push(`bench: wrote ${tables.length} table(s) into packages/${folder}/README.md${keepOthers ? ' (its other tables kept)' : ''}`);
   }
   return report;
 }

@@ -37,6 +37,7 @@ for (const file of files) {
   }
 }
 if (writeReadmesWanted) {
-  for (const line of writeReadmes(repoRoot, readmeTables)) process.stdout.write(`${line}\n`);
+  // A filtered run keeps the other workloads' tables; a full run writes every block anew.
+  for (const line of writeReadmes(repoRoot, readmeTables, { keepOthers: filters.length > 0 })) process.stdout.write(`${line}\n`);
 }
 process.exitCode = failures === 0 ? 0 : 1;

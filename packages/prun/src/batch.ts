@@ -16,7 +16,7 @@ import { haltReached, type HaltRule } from './halt.js';
 import { stopRunningUnit, type RunningDispatch } from './stop.js';
 import type { ResolvedUnit } from './plan.js';
 import { batchExitCode, decide, quotaRetryTime } from './schedule.js';
-import { hostedState, supervisorOf } from './supervise/alive.js';
+import { entryHostedState, hostedState, supervisorOf } from './supervise/alive.js';
 import { SupervisorClient } from './supervise/client.js';
 import { removeDeadSupervisors } from './supervise/cleanup.js';
 import {
@@ -281,8 +281,7 @@ export class BatchRun {
         this.adopt(unit.id, found, stateDir);
         continue;
       }
-      const host = supervisorOf(entry);
-      const state = host === null ? null : hostedState(this.paths.dir, host, unit.id, entry.attempt ?? 0);
+      const state = entryHostedState(this.paths.dir, entry);
       // A hosted unit that ended while no driver watched has its exit code in its supervisor's record.
       if (state?.kind === 'ended') this.settle(unit.id, state.exitCode, `settled after restart from its supervisor's record (exit ${state.exitCode})`);
       else this.settle(unit.id, null, 'settled after restart from the published result');

@@ -7,7 +7,7 @@ import { BatchError, EXIT } from './errors.js';
 import { readLedger, type LedgerEntry } from './ledger.js';
 import { liveLockHolder } from './lock.js';
 import { loadPlan, PlanError } from './plan.js';
-import { hostedState, supervisorOf, unitDispatcherAlive } from './supervise/alive.js';
+import { entryHostedState, unitDispatcherAlive } from './supervise/alive.js';
 import { fallbackReason, readResultHead } from './units.js';
 
 export interface UnitStatusRow {
@@ -65,8 +65,7 @@ export function batchStatus(dir: string): BatchStatus {
   const endedUnwatched = new Map<string, number>();
   const units = ids.map((id): UnitStatusRow => {
     const entry = latest.get(id);
-    const host = entry?.status === 'running' ? supervisorOf(entry) : null;
-    const hosted = host === null ? null : hostedState(paths.dir, host, id, entry!.attempt ?? 0);
+    const hosted = entry?.status === 'running' ? entryHostedState(paths.dir, entry) : null;
     if (hosted?.kind === 'ended') endedUnwatched.set(id, hosted.exitCode);
     const head = readResultHead(paths.result(id));
     const summary = head === 'unparsed' ? null : head;

@@ -41,11 +41,17 @@ export function hostedState(batchDir: string, who: SupervisorIdentity, id: strin
   return existsSync(paths.drained) ? { kind: 'gone' } : { kind: 'running' };
 }
 
+/** The hosted state of the attempt a ledger entry records, or null when no supervisor hosts it. */
+export function entryHostedState(batchDir: string, entry: LedgerEntry): HostedState | null {
+  const who = supervisorOf(entry);
+  return who === null ? null : hostedState(batchDir, who, entry.id, entry.attempt ?? 0);
+}
+
 /** Whether a `running` ledger entry's dispatcher (hosted or its own process) is alive. */
 export function unitDispatcherAlive(paths: BatchPaths, entry: LedgerEntry): boolean {
   if (entry.status !== 'running' || entry.dispatcher_pid === undefined) return false;
-  const who = supervisorOf(entry);
-  if (who !== null) return hostedState(paths.dir, who, entry.id, entry.attempt ?? 0).kind === 'running';
+  const hosted = entryHostedState(paths.dir, entry);
+  if (hosted !== null) return hosted.kind === 'running';
   return isDispatcherFor(entry.dispatcher_pid, paths.result(entry.id), entry.dispatcher_start ?? null);
 }
 

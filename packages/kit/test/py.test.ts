@@ -303,6 +303,12 @@ describe.skipIf(python === null)(`@prun/kit/py against python3${skipNote}`, () =
     each(strings, answers.dumpsstr, (input) => toAsciiJson(JSON.stringify(input)));
     expect(toAsciiJson('"\x7f\u00e9\ud83d\ude00"')).toBe('"\\u007f\\u00e9\\ud83d\\ude00"');
     expect(toAsciiJson('"plain"')).toBe('"plain"');
+    // Each escape alone in otherwise plain text: the "nothing to escape" shortcut must not miss
+    // U+007F (plain ASCII by UTF-8 length), a Latin-1 letter or a lone surrogate.
+    const plain = 'x'.repeat(4096);
+    expect(toAsciiJson(`"${plain}\x7f"`)).toBe(`"${plain}\\u007f"`);
+    expect(toAsciiJson(`"${plain}\u00e9"`)).toBe(`"${plain}\\u00e9"`);
+    expect(toAsciiJson(`"\udc80${plain}"`)).toBe(`"\\udc80${plain}"`);
   });
 
   test('pyFormatG is format(float, "g"), ties rounded half to even', () => {

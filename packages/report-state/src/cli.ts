@@ -29,8 +29,9 @@ export const main = commandMain(BIN, async (argv: string[]): Promise<number | vo
   // --batch narrows the sweep to the state dirs its ledger recorded; their folders are the roots
   // unless --root names others.
   const scope = options.batch === null ? null : (await import('./batch.js')).batchScope(options.batch, cwd);
-  const defaultRoots = scope === null ? [systemTempDir(process.env, cwd)] : scope.roots;
-  const rootArgs = options.roots.length > 0 ? options.roots : defaultRoots;
+  // The default root is looked for only when no --root is given: probing the temp dir costs
+  // system calls a sweep of the given roots does not need.
+  const rootArgs = options.roots.length > 0 ? options.roots : scope === null ? [systemTempDir(process.env, cwd)] : scope.roots;
   const observed = sweep(rootArgs, { includeLegacyPid: options.includeLegacyPid, cwd, only: scope?.stateDirs ?? null }, nodeObservationFs);
   const report = buildReport({
     ...observed,

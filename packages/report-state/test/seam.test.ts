@@ -1,6 +1,7 @@
 // The upstream tests monkey-patched os.stat / os.open / classify_result. Here the same faults
 // go through the library's injectable file system facade.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { STATE_FILES, readSmallFile } from '@prun/unit-state';
@@ -199,5 +200,74 @@ describe('entry reading through unit-state', () => {
     expect(legacyPidOf({ ok: false, problem: 'NotARegularFile' }).error).toEqual({ stage: 'legacy-pid', error: 'NotARegularFile' });
     expect(legacyPidOf({ ok: false, problem: 'EntryTooLarge' }).error).toEqual({ stage: 'legacy-pid', error: 'EntryTooLarge' });
     expect(tailBytesOf({ kind: 'error', code: 'EISDIR' }).error).toEqual({ stage: 'tail', error: 'IsADirectoryError' });
+  });
+});
+
+describe("the sweep's own node:fs reading (the fast path) and inspectUnit through the seam", () => {
+  // sweep reads a unit itself when given nodeObservationFs and leaves anything unusual to
+  // inspectUnit; any other ObservationFs (here one that only forwards) always goes through the
+  // seam. Every kind of unit must come out the same both ways, errors included.
+  const forwarding: ObservationFs = {
+    readdir: (dir) => nodeObservationFs.readdir(dir),
+    listDir: (dir) => nodeObservationFs.listDir!(dir),
+    stat: (path) => nodeObservationFs.stat(path),
+    readEntry: (unit, name) => nodeObservationFs.readEntry(unit, name),
+  };
+
+  function corpus(): string {
+    const root = tempDir();
+    const out = join(root, 'out');
+    mkdirSync(out);
+    writeFileSync(join(out, 'present.md'), 'body');
+    writeFileSync(join(out, 'empty.md'), '');
+    makeUnit(root, 'present', { resultEntry: `${out}/present.md\n` });
+    makeUnit(root, 'empty', { resultEntry: `${out}/empty.md` });
+    makeUnit(root, 'missing', { resultEntry: `  ${out}/never.md \r\n` });
+    makeUnit(root, 'absent-entry', { tail: 'x'.repeat(700) });
+    makeUnit(root, 'blank-entry', { resultEntry: ' \n\t' });
+    makeUnit(root, 'relative', { resultEntry: 'results/r.md\n', resultBody: 'in unit' });
+    makeUnit(root, 'relative-missing', { resultEntry: './gone.md' });
+    makeUnit(root, 'escaping', { resultEntry: '../elsewhere.md' });
+    makeUnit(root, 'target-dir', { resultEntry: out });
+    makeUnit(root, 'through-a-file', { resultEntry: `${out}/present.md/below` });
+    makeUnit(root, 'nul', { resultEntry: `${out}/a\u0000b` });
+    makeUnit(root, 'oversized', { resultEntry: `${out}/present.md`.padEnd(65537, ' ') });
+    makeUnit(root, 'at-the-cap', { resultEntry: `${out}/present.md`.padEnd(65536, ' ') });
+    makeUnit(root, 'two-lines', { resultEntry: `${out}/present.md\n${out}/empty.md\n` });
+    const loop = join(root, 'loop');
+    symlinkSync(loop, loop);
+    makeUnit(root, 'loop', { resultEntry: loop });
+    mkdirSync(join(makeUnit(root, 'entry-dir', { tail: null }), STATE_FILES.resultFile));
+    const fifoUnit = makeUnit(root, 'entry-fifo');
+    const fifo = spawnSync('mkfifo', [join(fifoUnit, STATE_FILES.resultFile)]);
+    if (fifo.status !== 0) throw new Error('mkfifo failed: the FIFO case cannot be built');
+    mkdirSync(join(makeUnit(root, 'tail-dir', { resultEntry: `${out}/present.md`, tail: null }), STATE_FILES.tail));
+    symlinkSync(makeUnit(join(root, 'real'), 'linked', { resultEntry: `${out}/present.md` }), join(root, 'prun-task-via-link'));
+    symlinkSync(join(root, 'nowhere'), join(root, 'prun-task-dangling'));
+    const odd = Buffer.concat([Buffer.from(`${root}/prun-task-odd-`), Buffer.from([0xff])]);
+    mkdirSync(odd);
+    writeFileSync(Buffer.concat([odd, Buffer.from('/result-file')]), `${out}/present.md`);
+    return root;
+  }
+
+  it.each([false, true])('gives the same records, errors and discovery errors (legacy pid %s)', (includeLegacyPid) => {
+    const root = corpus();
+    const openFds = () => readdirSync('/proc/self/fd').length;
+    const before = openFds();
+    const quick = sweep([root, root], { includeLegacyPid }, nodeObservationFs);
+    expect(openFds()).toBe(before);
+    const seam = sweep([root, root], { includeLegacyPid }, forwarding);
+    expect(quick).toEqual(seam);
+    // The corpus reaches every classification the table has, so a path that gives up on
+    // everything, or on nothing, is not what is compared here.
+    const states = new Set(quick.records.map((r) => `${r.result_path_state}/${r.result}`));
+    expect([...states].sort()).toEqual(
+      ['absent-entry/unknown', 'invalid-entry/unknown', 'resolved/empty', 'resolved/missing', 'resolved/present', 'resolved/unknown', 'unreadable/unknown'],
+    );
+    const errors = new Set(quick.records.flatMap((r) => r.errors.map((e) => `${e.stage}:${e.error}`)));
+    for (const expected of ['result-entry:NotARegularFile', 'result-entry:EntryTooLarge', 'result:ValueError', 'result-target:NotARegularFile', 'result-target:NotADirectoryError', 'result-target:OSError', 'tail:NotARegularFile']) {
+      expect(errors).toContain(expected);
+    }
+    expect(quick.discoveryErrors).toEqual([{ stage: 'unit-entry', unit: join(root, 'prun-task-dangling'), error: 'FileNotFoundError' }]);
   });
 });

@@ -390,6 +390,10 @@ function unicodeEscape(char: string): string {
  * For a caller that has checked its own data prints alike and wants JSON.stringify's speed.
  */
 export function toAsciiJson(json: string): string {
+  // The usual answer, "nothing to escape", by two scans the engine runs natively (a UTF-8 length
+  // equal to the UTF-16 length means every unit is below U+0080; then only U+007F is left to
+  // look for): over a document of megabytes, several times faster than the class regex.
+  if (Buffer.byteLength(json, 'utf8') === json.length && !json.includes('\x7f')) return json;
   return NOT_PRINTABLE_ASCII.test(json) ? json.replace(NOT_PRINTABLE_ASCII_ALL, unicodeEscape) : json;
 }
 

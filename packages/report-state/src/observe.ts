@@ -140,6 +140,13 @@ function statFact(fs: ObservationFs, path: FsPath): StatFact {
   return factOf(facts);
 }
 
+/** A listed name that may be a unit: its text, what the listing says of it, its bytes when listed as bytes. */
+interface Candidate {
+  name: string;
+  directory: boolean | null;
+  raw?: Buffer;
+}
+
 export interface Discovery {
   units: ObservedPath[];
   errors: DiscoveryError[];
@@ -169,20 +176,25 @@ export function discoverUnits(
       continue;
     }
     const rootPath: ObservedPath = { display: root, fs: root };
-    const candidates: Array<{ raw: string | Buffer; name: string; directory: boolean | null }> = [];
+    // The entries that may be units: a name listed as text is its own candidate (no object more
+    // per unit of 10,000), one listed as bytes is carried with its decoded text.
+    const candidates: Candidate[] = [];
     let plain = true;
-    for (const { name: raw, directory } of listed) {
+    for (let i = 0; i < listed.length; i += 1) {
+      const entry = listed[i]!;
       // A file, FIFO or device by the listing: a stat would say "not a directory" too.
-      if (directory === false) continue;
-      const name = typeof raw === 'string' ? raw : decodeSurrogateEscape(raw);
-      if (!isStateDirName(name)) continue;
-      if (plain && hasSurrogate(name)) plain = false;
-      candidates.push({ raw, name, directory });
+      if (entry.directory === false) continue;
+      const raw = entry.name;
+      const candidate: Candidate = typeof raw === 'string' ? (entry as Candidate) : { name: decodeSurrogateEscape(raw), directory: entry.directory, raw };
+      if (!isStateDirName(candidate.name)) continue;
+      if (plain && hasSurrogate(candidate.name)) plain = false;
+      candidates.push(candidate);
     }
     // Without surrogates, UTF-16 order (the native comparison) is code point order.
     candidates.sort(plain ? (a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : (a, b) => compareCodePoints(a.name, b.name));
-    for (const { raw, name, directory } of candidates) {
-      const unit = entryPath(rootPath, raw, name);
+    for (let i = 0; i < candidates.length; i += 1) {
+      const { name, directory } = candidates[i]!;
+      const unit = entryPath(rootPath, candidates[i]!.raw ?? name, name);
       if (only !== null && !only.has(unit.display)) continue;
       if (seen !== null) {
         if (seen.has(unit.display)) continue;
@@ -315,6 +327,8 @@ export interface Sweep {
   roots: string[];
   discoveryErrors: DiscoveryError[];
   records: UnitRecord[];
+  /** The records are in path order (one root: discovery lists its units in code point order). */
+  inPathOrder: boolean;
 }
 
 /**
@@ -330,5 +344,5 @@ export function sweep(
   const roots = rootArgs.map((root) => resolve(cwd, root));
   const discovery = discoverUnits(roots, fs, options.only ?? null);
   const records = discovery.units.map((unit) => observeUnit(unit, options, fs));
-  return { roots, discoveryErrors: discovery.errors, records };
+  return { roots, discoveryErrors: discovery.errors, records, inPathOrder: roots.length === 1 };
 }

@@ -111,23 +111,28 @@ export interface DisplayOptions {
   sort: SortOrder;
 }
 
-/** The listed units: a display filter (unknown tail counts as 0), then the chosen order. */
-export function selectShown(records: readonly UnitRecord[], { minTailBytes, sort }: DisplayOptions): UnitRecord[] {
+/**
+ * The listed units: a display filter (unknown tail counts as 0), then the chosen order.
+ * `inPathOrder` says the records are known to be in path order already (a sweep of one root
+ * lists them so), which spares the check.
+ */
+export function selectShown(records: readonly UnitRecord[], { minTailBytes, sort }: DisplayOptions, inPathOrder = false): UnitRecord[] {
   // A tail is never negative, so a bound of 0 or less (the default) hides nothing.
   const shown = minTailBytes <= 0 ? records.slice() : records.filter((r) => (r.tail_bytes ?? 0) >= minTailBytes);
+  if (sort === 'path' && inPathOrder) return shown;
   // Without a surrogate anywhere, UTF-16 order (the native comparison) is code point order; and
   // records in discovery order from one root are in path order already, which one pass can tell.
   let plain = true;
-  let inPathOrder = true;
+  let ordered = true;
   for (let i = 0; i < shown.length; i += 1) {
     const unit = shown[i]!.unit;
     if (plain && hasSurrogate(unit)) plain = false;
-    if (inPathOrder && i > 0 && !(shown[i - 1]!.unit < unit)) inPathOrder = false;
+    if (ordered && i > 0 && !(shown[i - 1]!.unit < unit)) ordered = false;
   }
   const byPath = plain
     ? (a: UnitRecord, b: UnitRecord): number => (a.unit < b.unit ? -1 : a.unit > b.unit ? 1 : 0)
     : (a: UnitRecord, b: UnitRecord): number => compareCodePoints(a.unit, b.unit);
-  if (sort === 'path') return plain && inPathOrder ? shown : shown.sort(byPath);
+  if (sort === 'path') return plain && ordered ? shown : shown.sort(byPath);
   return shown.sort((a, b) => (b.tail_bytes ?? 0) - (a.tail_bytes ?? 0) || byPath(a, b));
 }
 
@@ -151,6 +156,8 @@ export function buildReport(input: {
   roots: string[];
   discoveryErrors: DiscoveryError[];
   records: UnitRecord[];
+  /** The records are in path order already (a sweep's `inPathOrder`). */
+  inPathOrder?: boolean;
   display: DisplayOptions;
   withSummary: boolean;
   includeLegacyPid: boolean;
@@ -159,7 +166,7 @@ export function buildReport(input: {
     roots: input.roots,
     discoveryErrors: input.discoveryErrors,
     records: input.records,
-    shown: selectShown(input.records, input.display),
+    shown: selectShown(input.records, input.display, input.inPathOrder === true),
     includeLegacyPid: input.includeLegacyPid,
   };
   if (input.withSummary) report.summary = buildSummary(input.records);

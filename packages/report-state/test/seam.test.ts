@@ -271,3 +271,24 @@ describe("the sweep's own node:fs reading (the fast path) and inspectUnit throug
     expect(quick.discoveryErrors).toEqual([{ stage: 'unit-entry', unit: join(root, 'prun-task-dangling'), error: 'FileNotFoundError' }]);
   });
 });
+
+describe('path order known from the sweep', () => {
+  it('one root is listed in path order and trusted as such; roots given out of order are sorted', () => {
+    const parent = tempDir();
+    const early = join(parent, 'a');
+    const late = join(parent, 'b');
+    makeUnit(late, 'x');
+    makeUnit(early, 'y');
+    // U+FFFD sorts before U+1F600 by code point, after it by UTF-16 unit: discovery's order is
+    // the code point order the report needs.
+    makeUnit(early, 'z\u{1f600}');
+    makeUnit(early, 'z\ufffd');
+    const one = sweep([early], { includeLegacyPid: false }, nodeObservationFs);
+    expect(one.inPathOrder).toBe(true);
+    expect(one.records.map((r) => r.unit.slice(early.length + 1))).toEqual(['prun-task-y', 'prun-task-z\ufffd', 'prun-task-z\u{1f600}']);
+    const two = sweep([late, early], { includeLegacyPid: false }, nodeObservationFs);
+    expect(two.inPathOrder).toBe(false);
+    const shown = buildReport({ ...two, display: { minTailBytes: 0, sort: 'path' }, withSummary: false, includeLegacyPid: false }).shown;
+    expect(shown.map((r) => r.unit.slice(parent.length + 1))).toEqual(['a/prun-task-y', 'a/prun-task-z\ufffd', 'a/prun-task-z\u{1f600}', 'b/prun-task-x']);
+  });
+});

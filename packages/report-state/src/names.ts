@@ -65,13 +65,20 @@ export function hasSurrogate(text: string): boolean {
   return SURROGATE.test(text);
 }
 
+/** What a child's display path starts with: `dir/` (`/` for the root itself). */
+export function childPrefix(dir: ObservedPath): string {
+  return `${dir.display === '/' ? '' : dir.display}/`;
+}
+
 /**
  * `childPath` for a listed entry whose name is already decoded (`decodeSurrogateEscape(raw)`),
- * so a sweep decodes each name once.
+ * so a sweep decodes each name once. `prefix` is `childPrefix(dir)`, which a sweep makes once per
+ * root: each unit's path is then the prefix and its name, not a `dir` + `/` of its own (one
+ * string fewer per unit, kept until the output is written).
  */
-export function entryPath(dir: ObservedPath, raw: Buffer | string, decoded: string): ObservedPath {
+export function entryPath(dir: ObservedPath, raw: Buffer | string, decoded: string, prefix: string = childPrefix(dir)): ObservedPath {
   if (typeof dir.fs === 'string' && !SURROGATE.test(decoded)) {
-    const display = `${dir.display === '/' ? '' : dir.display}/${decoded}`;
+    const display = prefix + decoded;
     return { display, fs: display };
   }
   return childPath(dir, raw);
@@ -81,11 +88,11 @@ export function entryPath(dir: ObservedPath, raw: Buffer | string, decoded: stri
 export function childPath(dir: ObservedPath, name: Buffer | string): ObservedPath {
   // The usual case, a UTF-8 path and a plain name: no bytes to keep, no conversion to make.
   if (typeof name === 'string' && typeof dir.fs === 'string' && !SURROGATE.test(name)) {
-    const display = `${dir.display === '/' ? '' : dir.display}/${name}`;
+    const display = childPrefix(dir) + name;
     return { display, fs: display };
   }
   const nameBytes = typeof name === 'string' ? Buffer.from(name, 'utf8') : name;
-  const display = `${dir.display === '/' ? '' : dir.display}/${decodeSurrogateEscape(nameBytes)}`;
+  const display = childPrefix(dir) + decodeSurrogateEscape(nameBytes);
   if (typeof dir.fs === 'string' && isUtf8(nameBytes)) return { display, fs: display };
   const base = typeof dir.fs === 'string' ? Buffer.from(dir.fs, 'utf8') : dir.fs;
   const slash = base.length > 0 && base[base.length - 1] === 0x2f ? Buffer.alloc(0) : Buffer.from('/');

@@ -1,6 +1,6 @@
 import { accessSync, closeSync, constants, fstatSync, openSync, readSync, readdirSync, statSync, type Dirent } from 'node:fs';
 import { readHeadText } from '@prun/kit/fs';
-import { compareCodePoints, pyExceptionName } from '@prun/kit/py';
+import { PY_WHITESPACE_CODE_POINTS, compareCodePoints, pyExceptionName } from '@prun/kit/py';
 import { resolve } from 'node:path';
 import { MAX_ENTRY_BYTES, STATE_FILES, isStateDirName } from '@prun/unit-state';
 import {
@@ -14,7 +14,7 @@ import {
   type ResultTarget,
   type StatFact,
 } from './classify.js';
-import { childPath, decodeSurrogateEscape, entryPath, hasSurrogate, type FsPath, type ObservedPath } from './names.js';
+import { childPath, childPrefix, decodeSurrogateEscape, entryPath, hasSurrogate, type FsPath, type ObservedPath } from './names.js';
 import { buildRecord, type DiscoveryError, type UnitObservation, type UnitRecord } from './report.js';
 
 export interface FileFacts {
@@ -176,6 +176,7 @@ export function discoverUnits(
       continue;
     }
     const rootPath: ObservedPath = { display: root, fs: root };
+    const prefix = childPrefix(rootPath);
     // The entries that may be units: a name listed as text is its own candidate (no object more
     // per unit of 10,000), one listed as bytes is carried with its decoded text.
     const candidates: Candidate[] = [];
@@ -194,7 +195,7 @@ export function discoverUnits(
     candidates.sort(plain ? (a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0) : (a, b) => compareCodePoints(a.name, b.name));
     for (let i = 0; i < candidates.length; i += 1) {
       const { name, directory } = candidates[i]!;
-      const unit = entryPath(rootPath, candidates[i]!.raw ?? name, name);
+      const unit = entryPath(rootPath, candidates[i]!.raw ?? name, name, prefix);
       if (only !== null && !only.has(unit.display)) continue;
       if (seen !== null) {
         if (seen.has(unit.display)) continue;
@@ -280,6 +281,14 @@ const ABSENT_ENTRY: EntryText = Object.freeze({ ok: false, problem: 'absent' });
 /** One buffer for every entry read: a byte over MAX_ENTRY_BYTES tells a longer entry. */
 let entryBuffer: Buffer | null = null;
 
+/** Python's whitespace below U+0080 by byte: a UTF-8 byte under 0x80 is that character alone. */
+const ASCII_SPACE = new Uint8Array(0x80);
+for (const code of PY_WHITESPACE_CODE_POINTS) if (code < 0x80) ASCII_SPACE[code] = 1;
+
+function isAsciiSpace(byte: number): boolean {
+  return byte < 0x80 && ASCII_SPACE[byte] === 1;
+}
+
 /** The record of a unit as inspectUnit makes it, or null when this path does not cover the unit. */
 function quickRecord(unit: ObservedPath): UnitRecord | null {
   const dir = unit.fs;
@@ -302,7 +311,13 @@ function quickRecord(unit: ObservedPath): UnitRecord | null {
       closeSync(fd);
     }
     if (length > MAX_ENTRY_BYTES) return null;
-    const step = resolveEntry({ ok: true, text: buffer.toString('utf8', 0, length) }, unit.display);
+    // The ASCII whitespace around the path (its newline) is left out before decoding, so the
+    // target is one plain string rather than a slice that keeps the whole entry's text alive
+    // until the output is written; resolveEntry strips whatever else Python would.
+    let start = 0;
+    while (start < length && isAsciiSpace(buffer[start]!)) start += 1;
+    while (length > start && isAsciiSpace(buffer[length - 1]!)) length -= 1;
+    const step = resolveEntry({ ok: true, text: buffer.toString('utf8', start, length) }, unit.display);
     outcome = 'pathState' in step ? step : classifyTarget(step.target, factOf(statSync(targetPath(unit, step), NO_THROW)));
   }
   const tail = tailBytesOf(factOf(statSync(`${dir}/${STATE_FILES.tail}`, NO_THROW)));

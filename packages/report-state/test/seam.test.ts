@@ -234,6 +234,11 @@ describe("the sweep's own node:fs reading (the fast path) and inspectUnit throug
     makeUnit(root, 'oversized', { resultEntry: `${out}/present.md`.padEnd(65537, ' ') });
     makeUnit(root, 'at-the-cap', { resultEntry: `${out}/present.md`.padEnd(65536, ' ') });
     makeUnit(root, 'two-lines', { resultEntry: `${out}/present.md\n${out}/empty.md\n` });
+    // What the fast path leaves out before decoding (ASCII whitespace) beside what only a decoder
+    // or Python's strip can tell: a cut UTF-8 sequence, and whitespace beyond ASCII (U+0085, U+3000).
+    makeUnit(root, 'cut-utf8', { resultEntry: Buffer.concat([Buffer.from(`\x1c ${out}/cut`), Buffer.from([0xe2, 0x82]), Buffer.from('\n\x1f')]) });
+    makeUnit(root, 'wide-space', { resultEntry: `\u3000${out}/present.md\u0085\n` });
+    makeUnit(root, 'space-only-wide', { resultEntry: ' \u00a0\n' });
     const loop = join(root, 'loop');
     symlinkSync(loop, loop);
     makeUnit(root, 'loop', { resultEntry: loop });

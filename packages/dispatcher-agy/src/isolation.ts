@@ -21,7 +21,8 @@
  * when agy exits or the dispatcher dies), and agy runs in a process group of its own.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { underParentDeath } from '@prun/kit/fs';
+import { delimiter, isAbsolute } from 'node:path';
+import { underParentDeath, which } from '@prun/kit/fs';
 
 export type IsolationSetting = 'auto' | 'off' | 'pid';
 
@@ -32,6 +33,48 @@ export interface LaunchPlan {
   parentDeath: boolean;
   /** perl runs the launcher (lock, status) and the namespace's init; without it, agy is started directly. */
   launcher: boolean;
+  /** Where the chain's programs are (absent: each exec searches PATH). */
+  tools?: LaunchTools;
+}
+
+/**
+ * The launch chain's programs, found on PATH once when the plan is made and then exec'd by
+ * absolute path: every link of every unit's chain used to search PATH again (an execve tried
+ * in each directory before the right one). The records (`mechanism:`, `parent-death:`) keep
+ * the programs' names; util-linux names itself by its basename in any message either way.
+ */
+export interface LaunchTools {
+  setpriv: string;
+  unshare: string;
+  perl: string;
+}
+
+const BARE_TOOLS: LaunchTools = { setpriv: 'setpriv', unshare: 'unshare', perl: 'perl' };
+
+/**
+ * The chain's programs as `env`'s PATH finds them. Only a PATH of absolute directories finds
+ * the same file from every working directory (the probe runs in ours, the chain in the unit's
+ * scratch directory), so any other PATH, or a program not found, keeps the bare name and the
+ * search at exec, as before.
+ */
+export function resolveLaunchTools(env: NodeJS.ProcessEnv): LaunchTools {
+  const path = env['PATH'];
+  if (path === undefined || path === '' || path.split(delimiter).some((dir) => !isAbsolute(dir))) return BARE_TOOLS;
+  // Every directory is absolute: the working directory plays no part (a hosted unit never reads ours).
+  const find = (name: string): string => which(name, { env, cwd: '/' }) ?? name;
+  return { setpriv: find('setpriv'), unshare: find('unshare'), perl: find('perl') };
+}
+
+/** `command` under the kernel's parent-death `signal`, with setpriv from `tools`. */
+export function diesWithParent(command: readonly string[], signal: 'KILL' | 'TERM', tools: LaunchTools = BARE_TOOLS): string[] {
+  // kit's spelling of the wrapper (`setpriv --pdeathsig SIGNAL -- ...`), its program located.
+  const [, ...options] = underParentDeath(command, signal);
+  return [tools.setpriv, ...options];
+}
+
+/** An unshare spelling or DROP_CAPABILITIES as exec'd: its program (the first word) located. */
+function located(words: readonly string[], program: string): string[] {
+  return [program, ...words.slice(1)];
 }
 
 /**
@@ -234,41 +277,59 @@ export function asyncProbe(env: NodeJS.ProcessEnv): AsyncProbeRun {
  * result; the return value is the plan. The usual case costs one probe process chain
  * (setpriv, unshare, perl together); only a failure asks the parts one by one.
  */
-function* planSteps(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean): Generator<readonly string[], LaunchPlan, ProbeResult> {
-  const perl = ['perl', '-e', 'exit 0'];
+function* planSteps(
+  setting: IsolationSetting,
+  platform: NodeJS.Platform,
+  isRoot: boolean,
+  tools: LaunchTools,
+): Generator<readonly string[], LaunchPlan, ProbeResult> {
+  const perl = [tools.perl, '-e', 'exit 0'];
+  const drop = located(DROP_CAPABILITIES, tools.setpriv);
   const candidates = unshareCandidates(isRoot);
   if (platform === 'linux' && setting !== 'off') {
     const first = candidates[0]!;
-    if ((yield underParentDeath([...first, '--', ...DROP_CAPABILITIES, ...perl], 'KILL')).ok) {
-      return { isolation: { kind: 'pid', unshare: first }, parentDeath: true, launcher: true };
+    if ((yield diesWithParent([...located(first, tools.unshare), '--', ...drop, ...perl], 'KILL', tools)).ok) {
+      return { isolation: { kind: 'pid', unshare: first }, parentDeath: true, launcher: true, tools };
     }
   }
   const launcher = platform === 'linux' && (yield perl).ok;
-  const parentDeath = launcher && (yield underParentDeath(perl, 'TERM')).ok;
-  if (setting === 'off') return { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath, launcher };
-  if (platform !== 'linux') return { isolation: { kind: 'none', reason: `PID namespaces need Linux (this is ${platform})` }, parentDeath, launcher };
-  if (!launcher) return { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, parentDeath, launcher };
+  const parentDeath = launcher && (yield diesWithParent(perl, 'TERM', tools)).ok;
+  if (setting === 'off') return { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath, launcher, tools };
+  if (platform !== 'linux') return { isolation: { kind: 'none', reason: `PID namespaces need Linux (this is ${platform})` }, parentDeath, launcher, tools };
+  if (!launcher) return { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, parentDeath, launcher, tools };
   const failures: string[] = [];
   for (const unshare of candidates) {
-    const probe = yield [...unshare, '--', ...DROP_CAPABILITIES, ...perl];
-    if (probe.ok) return { isolation: { kind: 'pid', unshare }, parentDeath, launcher };
+    const probe = yield [...located(unshare, tools.unshare), '--', ...drop, ...perl];
+    if (probe.ok) return { isolation: { kind: 'pid', unshare }, parentDeath, launcher, tools };
     failures.push(probe.why);
   }
   const reason = `no PID namespace: ${[...new Set(failures)].join('; ')}`;
-  return { isolation: { kind: 'none', reason }, parentDeath, launcher };
+  return { isolation: { kind: 'none', reason }, parentDeath, launcher, tools };
 }
 
 /** Decide the launch plan for `setting` on this machine (probes run synchronously). */
-export function planLaunch(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean, run: ProbeRun = runProbe): LaunchPlan {
-  const steps = planSteps(setting, platform, isRoot);
+export function planLaunch(
+  setting: IsolationSetting,
+  platform: NodeJS.Platform,
+  isRoot: boolean,
+  run: ProbeRun = runProbe,
+  tools: LaunchTools = BARE_TOOLS,
+): LaunchPlan {
+  const steps = planSteps(setting, platform, isRoot, tools);
   let step = steps.next();
   while (!step.done) step = steps.next(run(step.value));
   return step.value;
 }
 
 /** `planLaunch` with probes that do not block the event loop. */
-export async function planLaunchAsync(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean, run: AsyncProbeRun): Promise<LaunchPlan> {
-  const steps = planSteps(setting, platform, isRoot);
+export async function planLaunchAsync(
+  setting: IsolationSetting,
+  platform: NodeJS.Platform,
+  isRoot: boolean,
+  run: AsyncProbeRun,
+  tools: LaunchTools = BARE_TOOLS,
+): Promise<LaunchPlan> {
+  const steps = planSteps(setting, platform, isRoot, tools);
   let step = steps.next();
   while (!step.done) step = steps.next(await run(step.value));
   return step.value;
@@ -286,7 +347,7 @@ export function cachedLaunchPlan(setting: IsolationSetting, platform: NodeJS.Pla
   const key = `${setting}\0${isRoot}\0${env['PATH'] ?? ''}`;
   let plan = plans.get(key);
   if (plan === undefined) {
-    plan = planLaunchAsync(setting, platform, isRoot, asyncProbe(env));
+    plan = planLaunchAsync(setting, platform, isRoot, asyncProbe(env), resolveLaunchTools(env));
     plans.set(key, plan);
     void plan.then((decided) => {
       if (setting !== 'off' && decided.isolation.kind !== 'pid') plans.delete(key);
@@ -317,10 +378,14 @@ export interface LaunchInput {
 /** The command line that starts the worker under `plan`. */
 export function launchArgv(plan: LaunchPlan, input: LaunchInput): string[] {
   if (!plan.launcher) return [...input.command];
-  const wrap = plan.isolation.kind === 'pid' ? [...plan.isolation.unshare, '--', ...DROP_CAPABILITIES, 'perl', '-e', INIT_SCRIPT, '--'] : [];
-  const launcher = ['perl', '-e', LAUNCHER_SCRIPT, '--', String(input.dispatcherPid), input.lockDir, String(wrap.length), ...wrap, ...input.command];
+  const tools = plan.tools ?? BARE_TOOLS;
+  const wrap =
+    plan.isolation.kind === 'pid'
+      ? [...located(plan.isolation.unshare, tools.unshare), '--', ...located(DROP_CAPABILITIES, tools.setpriv), tools.perl, '-e', INIT_SCRIPT, '--']
+      : [];
+  const launcher = [tools.perl, '-e', LAUNCHER_SCRIPT, '--', String(input.dispatcherPid), input.lockDir, String(wrap.length), ...wrap, ...input.command];
   // The keeper (no namespace) must clean up when the dispatcher dies, so it gets a signal it
   // can handle; in a namespace, SIGKILL to unshare ends everything.
   const deathSignal = plan.isolation.kind === 'pid' ? 'KILL' : 'TERM';
-  return plan.parentDeath ? underParentDeath(launcher, deathSignal) : launcher;
+  return plan.parentDeath ? diesWithParent(launcher, deathSignal, tools) : launcher;
 }

@@ -1,9 +1,11 @@
 /**
- * The launch chain's programs (setpriv, unshare, perl) are found on PATH once, when the launch
- * plan is made, and every link of the chain is exec'd by absolute path; the state records keep
- * the programs' names. Where PATH could find another file from the unit's directory (a relative
- * entry) the names stay bare and each exec searches, as before.
+ * What each unit's launch chain costs to start. Its programs (setpriv, unshare, perl) are found
+ * on PATH once, when the launch plan is made, and every link of the chain is exec'd by absolute
+ * path; the state records keep the programs' names. Where PATH could find another file from the
+ * unit's directory (a relative entry) the names stay bare and each exec searches, as before. The
+ * perl launcher and init compile without loading any module file.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -34,6 +36,22 @@ describe('resolveLaunchTools', () => {
     expect(resolveLaunchTools({ PATH: '' })).toEqual(bare);
     expect(resolveLaunchTools({})).toEqual(bare);
     expect(resolveLaunchTools({ PATH: '/nonexistent-prun-dir' })).toEqual(bare);
+  });
+});
+
+describe('the perl launcher and init', () => {
+  // Each module is a file perl finds, reads and compiles at every start of every unit's chain:
+  // `$!{EINTR}` alone made the launcher load Errno, Exporter and strict (about 3 ms of CPU).
+  test.skipIf(!isAbsolute(tools.perl))(`load no module while they compile${isAbsolute(tools.perl) ? '' : ' (skipped: no perl on PATH)'}`, () => {
+    for (const script of [LAUNCHER_SCRIPT, INIT_SCRIPT]) {
+      // Without fd 3 each exits at once (120), after compiling all of itself; END reports %INC.
+      const probe = spawnSync(tools.perl, ['-e', `END { print STDERR "loaded:", join(",", sort keys %INC), "\\n" }\n${script}`], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        encoding: 'utf8',
+      });
+      expect(probe.status).toBe(120);
+      expect(probe.stderr).toBe('loaded:\n');
+    }
   });
 });
 

@@ -21,7 +21,8 @@
  * when agy exits or the dispatcher dies), and agy runs in a process group of its own.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { underParentDeath } from '@prun/kit/fs';
+import { delimiter, isAbsolute } from 'node:path';
+import { underParentDeath, which } from '@prun/kit/fs';
 
 export type IsolationSetting = 'auto' | 'off' | 'pid';
 
@@ -32,11 +33,82 @@ export interface LaunchPlan {
   parentDeath: boolean;
   /** perl runs the launcher (lock, status) and the namespace's init; without it, agy is started directly. */
   launcher: boolean;
+  /** Where the chain's programs are (absent: each exec searches PATH). */
+  tools?: LaunchTools;
+  /**
+   * prctl's system call number for this perl (0 or absent: not known), with which the keeper
+   * makes itself a child subreaper; learned once per plan, from perl's own Config.
+   */
+  prctlSyscall?: number;
 }
 
 /**
- * The launcher. argv: dispatcher pid, directory to lock, N, N words of wrapper (unshare ...
- * perl -e INIT), then the worker command. Status lines on fd 3: `busy`, `lock-error <why>`,
+ * The launch chain's programs, found on PATH once when the plan is made and then exec'd by
+ * absolute path: every link of every unit's chain used to search PATH again (an execve tried
+ * in each directory before the right one). The records (`mechanism:`, `parent-death:`) keep
+ * the programs' names; util-linux names itself by its basename in any message either way.
+ */
+export interface LaunchTools {
+  setpriv: string;
+  unshare: string;
+  perl: string;
+}
+
+const BARE_TOOLS: LaunchTools = { setpriv: 'setpriv', unshare: 'unshare', perl: 'perl' };
+
+/**
+ * The chain's programs as `env`'s PATH finds them. Only a PATH of absolute directories finds
+ * the same file from every working directory (the probe runs in ours, the chain in the unit's
+ * scratch directory), so any other PATH, or a program not found, keeps the bare name and the
+ * search at exec, as before.
+ */
+export function resolveLaunchTools(env: NodeJS.ProcessEnv): LaunchTools {
+  const path = env['PATH'];
+  if (path === undefined || path === '' || path.split(delimiter).some((dir) => !isAbsolute(dir))) return BARE_TOOLS;
+  // Every directory is absolute: the working directory plays no part (a hosted unit never reads ours).
+  const find = (name: string): string => which(name, { env, cwd: '/' }) ?? name;
+  return { setpriv: find('setpriv'), unshare: find('unshare'), perl: find('perl') };
+}
+
+/** `command` under the kernel's parent-death `signal`, with setpriv from `tools`. */
+export function diesWithParent(command: readonly string[], signal: 'KILL' | 'TERM', tools: LaunchTools = BARE_TOOLS): string[] {
+  // kit's spelling of the wrapper (`setpriv --pdeathsig SIGNAL -- ...`), its program located.
+  const [, ...options] = underParentDeath(command, signal);
+  return [tools.setpriv, ...options];
+}
+
+/** Prints perl's architecture name (`x86_64-linux-gnu-thread-multi`); Config loads only here. */
+const PERL_ARCHNAME = 'require Config; print $Config::Config{archname}';
+
+/** prctl's system call number by the architecture perl was built for (its archname's first part). */
+const PRCTL_SYSCALL: Readonly<Record<string, number>> = {
+  x86_64: 157,
+  aarch64: 167,
+  riscv64: 167,
+  loongarch64: 167,
+  i686: 172,
+  i386: 172,
+  arm: 172,
+  s390x: 172,
+  powerpc64: 171,
+  ppc64: 171,
+};
+
+/** The prctl number for a perl `archname`, 0 for an architecture not in the table. */
+export function prctlSyscallFor(archname: string): number {
+  const arch = /^([^-\s]+)/.exec(archname.trim())?.[1];
+  return arch !== undefined && Object.hasOwn(PRCTL_SYSCALL, arch) ? PRCTL_SYSCALL[arch]! : 0;
+}
+
+/** An unshare spelling or DROP_CAPABILITIES as exec'd: its program (the first word) located. */
+function located(words: readonly string[], program: string): string[] {
+  return [program, ...words.slice(1)];
+}
+
+/**
+ * The launcher. argv: dispatcher pid, directory to lock, prctl's system call number (0: not
+ * known; only the keeper uses it), N, N words of wrapper (unshare ... perl -e INIT), then the
+ * worker command. Status lines on fd 3: `busy`, `lock-error <why>`,
  * `locked`, `exec-failed <why>`.
  *
  * With a wrapper it execs it (the namespace does the rest). Without one it stays as the
@@ -48,13 +120,14 @@ export interface LaunchPlan {
  */
 export const LAUNCHER_SCRIPT = `
 # No pragma or module is loaded (each is a file perl reads and compiles at every start, about a
-# millisecond of CPU or more): these numbers are the same on every Linux architecture (F_GETFD 1,
-# F_SETFD 2, FD_CLOEXEC 1; LOCK_EX 2, LOCK_NB 4), and opendir opens the directory as O_DIRECTORY
-# does (anything else is refused at once, a FIFO is never waited on).
+# millisecond of CPU or more; even naming %! loads Errno): these numbers are the same on every
+# Linux architecture (F_GETFD 1, F_SETFD 2, FD_CLOEXEC 1; LOCK_EX 2, LOCK_NB 4; EINTR 4), and
+# opendir opens the directory as O_DIRECTORY does (anything else is refused at once, a FIFO is
+# never waited on).
 open(my $status, '>&=', 3) or exit 120;
 { my $old = select($status); $| = 1; select($old); }
 sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, 1, 0); fcntl($fh, 2, $on ? ($f | 1) : ($f & ~1)); }
-my ($dispatcher, $lockdir, $n) = splice(@ARGV, 0, 3);
+my ($dispatcher, $lockdir, $prctl, $n) = splice(@ARGV, 0, 4);
 my @wrap = splice(@ARGV, 0, $n);
 # The parent-death signal is armed before this program runs; a dispatcher that died earlier is
 # no longer our parent, and then nothing may start.
@@ -74,18 +147,15 @@ if (@wrap) {
   exit 127;
 }
 
-# Only the keeper needs Config (the prctl number below), and loading it is a costly part of
-# perl's start; POSIX, costlier still, is not loaded at all (setpgrp is setpgid, and WNOHANG is
-# 1 on every Linux architecture).
-require Config;
+# POSIX is not loaded (setpgrp is setpgid, and WNOHANG is 1 on every Linux architecture), nor
+# Config: prctl's number, which differs by architecture, comes from the dispatcher, which asked
+# this perl's Config once (loading Config here cost about 5 ms of CPU at every keeper start).
 my $WNOHANG = 1;
 
 # Once the dispatcher is gone its end of the status pipe is too: a write must then fail, not
 # kill the keeper with SIGPIPE before it has cleaned up.
 $SIG{PIPE} = 'IGNORE';
-my %prctl = (x86_64 => 157, aarch64 => 167, riscv64 => 167, loongarch64 => 167, i686 => 172, i386 => 172, arm => 172, s390x => 172, powerpc64 => 171, ppc64 => 171);
-my ($arch) = $Config::Config{archname} =~ /^([^-]+)/;
-syscall($prctl{$arch}, 36, 1, 0, 0, 0) if defined $arch && exists $prctl{$arch};  # PR_SET_CHILD_SUBREAPER
+syscall($prctl, 36, 1, 0, 0, 0) if $prctl > 0;  # PR_SET_CHILD_SUBREAPER
 my ($agy, $killall, $st) = (0, 0, undef);
 my %pending;
 # Perl runs these between operations (also inside a waiting waitpid), so the work is done here.
@@ -133,7 +203,9 @@ print $status "started $agy\\n";
 while (!defined $st) {
   my $w = waitpid(-1, 0);
   if ($w == $agy) { $st = $?; last; }
-  last if $w < 0 && !$!{EINTR};
+  # EINTR is 4 on every Linux architecture: naming it as $!{EINTR} would make perl load Errno
+  # (with Exporter and strict) while compiling, about 3 ms of CPU at every launcher start.
+  last if $w < 0 && $! != 4;
 }
 $st = 9 unless defined $st;
 if ($st & 127) { print $status "signal ", ($st & 127), "\\n"; } else { print $status "exit ", ($st >> 8), "\\n"; }
@@ -197,34 +269,43 @@ export function unshareCandidates(isRoot: boolean): string[][] {
 export interface ProbeResult {
   ok: boolean;
   why: string;
+  /** What the command printed (the perl probe prints its architecture). */
+  stdout: string;
 }
 export type ProbeRun = (argv: readonly string[]) => ProbeResult;
 export type AsyncProbeRun = (argv: readonly string[]) => Promise<ProbeResult>;
 
 const PROBE_TIMEOUT_MS = 5000;
 
-function probeOutcome(error: Error | undefined, status: number | null, signal: string | null, stderr: string, argv0: string): ProbeResult {
-  if (error) return { ok: false, why: `${argv0}: ${(error as NodeJS.ErrnoException).code ?? error.message}` };
-  if (status === 0) return { ok: true, why: '' };
+function probeOutcome(
+  error: Error | undefined,
+  status: number | null,
+  signal: string | null,
+  output: { stdout: string; stderr: string },
+  argv0: string,
+): ProbeResult {
+  const { stdout, stderr } = output;
+  if (error) return { ok: false, why: `${argv0}: ${(error as NodeJS.ErrnoException).code ?? error.message}`, stdout };
+  if (status === 0) return { ok: true, why: '', stdout };
   const text = stderr.trim().split('\n').pop() ?? '';
-  return { ok: false, why: text !== '' ? text : `${argv0} exited with ${status ?? signal}` };
+  return { ok: false, why: text !== '' ? text : `${argv0} exited with ${status ?? signal}`, stdout };
 }
 
 /** Runs a probe command with a short bound; ok when it exits 0. */
 export const runProbe: ProbeRun = (argv) => {
-  const result = spawnSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' });
-  return probeOutcome(result.error, result.status, result.signal, result.stderr ?? '', argv[0]!);
+  const result = spawnSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' });
+  return probeOutcome(result.error, result.status, result.signal, { stdout: result.stdout ?? '', stderr: result.stderr ?? '' }, argv[0]!);
 };
 
 /** `runProbe` without blocking the event loop (a process hosting many units), in `env`. */
 export function asyncProbe(env: NodeJS.ProcessEnv): AsyncProbeRun {
   return (argv) =>
     new Promise((resolve) => {
-      execFile(argv[0]!, argv.slice(1), { env, timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' }, (error, _stdout, stderr) => {
+      execFile(argv[0]!, argv.slice(1), { env, timeout: PROBE_TIMEOUT_MS, encoding: 'utf8' }, (error, stdout, stderr) => {
         const spawnError = error && typeof (error as NodeJS.ErrnoException).code === 'string' ? error : undefined;
         const status = error ? (typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : null) : 0;
         const signal = error ? ((error as { signal?: string | null }).signal ?? null) : null;
-        resolve(probeOutcome(spawnError, status, signal, stderr, argv[0]!));
+        resolve(probeOutcome(spawnError, status, signal, { stdout, stderr }, argv[0]!));
       });
     });
 }
@@ -234,41 +315,63 @@ export function asyncProbe(env: NodeJS.ProcessEnv): AsyncProbeRun {
  * result; the return value is the plan. The usual case costs one probe process chain
  * (setpriv, unshare, perl together); only a failure asks the parts one by one.
  */
-function* planSteps(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean): Generator<readonly string[], LaunchPlan, ProbeResult> {
-  const perl = ['perl', '-e', 'exit 0'];
+function* planSteps(
+  setting: IsolationSetting,
+  platform: NodeJS.Platform,
+  isRoot: boolean,
+  tools: LaunchTools,
+): Generator<readonly string[], LaunchPlan, ProbeResult> {
+  const perl = [tools.perl, '-e', 'exit 0'];
+  const drop = located(DROP_CAPABILITIES, tools.setpriv);
   const candidates = unshareCandidates(isRoot);
   if (platform === 'linux' && setting !== 'off') {
     const first = candidates[0]!;
-    if ((yield underParentDeath([...first, '--', ...DROP_CAPABILITIES, ...perl], 'KILL')).ok) {
-      return { isolation: { kind: 'pid', unshare: first }, parentDeath: true, launcher: true };
+    if ((yield diesWithParent([...located(first, tools.unshare), '--', ...drop, ...perl], 'KILL', tools)).ok) {
+      return { isolation: { kind: 'pid', unshare: first }, parentDeath: true, launcher: true, tools };
     }
   }
-  const launcher = platform === 'linux' && (yield perl).ok;
-  const parentDeath = launcher && (yield underParentDeath(perl, 'TERM')).ok;
-  if (setting === 'off') return { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath, launcher };
-  if (platform !== 'linux') return { isolation: { kind: 'none', reason: `PID namespaces need Linux (this is ${platform})` }, parentDeath, launcher };
-  if (!launcher) return { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, parentDeath, launcher };
+  // Whether perl runs at all, and (for a keeper) prctl's number for this perl's architecture.
+  const perlProbe = platform === 'linux' ? yield [tools.perl, '-e', PERL_ARCHNAME] : null;
+  const launcher = perlProbe?.ok === true;
+  const prctlSyscall = launcher ? prctlSyscallFor(perlProbe.stdout) : 0;
+  const parentDeath = launcher && (yield diesWithParent(perl, 'TERM', tools)).ok;
+  const base = { parentDeath, launcher, tools, prctlSyscall };
+  if (setting === 'off') return { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, ...base };
+  if (platform !== 'linux') return { isolation: { kind: 'none', reason: `PID namespaces need Linux (this is ${platform})` }, ...base };
+  if (!launcher) return { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, ...base };
   const failures: string[] = [];
   for (const unshare of candidates) {
-    const probe = yield [...unshare, '--', ...DROP_CAPABILITIES, ...perl];
-    if (probe.ok) return { isolation: { kind: 'pid', unshare }, parentDeath, launcher };
+    const probe = yield [...located(unshare, tools.unshare), '--', ...drop, ...perl];
+    if (probe.ok) return { isolation: { kind: 'pid', unshare }, ...base };
     failures.push(probe.why);
   }
   const reason = `no PID namespace: ${[...new Set(failures)].join('; ')}`;
-  return { isolation: { kind: 'none', reason }, parentDeath, launcher };
+  return { isolation: { kind: 'none', reason }, ...base };
 }
 
 /** Decide the launch plan for `setting` on this machine (probes run synchronously). */
-export function planLaunch(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean, run: ProbeRun = runProbe): LaunchPlan {
-  const steps = planSteps(setting, platform, isRoot);
+export function planLaunch(
+  setting: IsolationSetting,
+  platform: NodeJS.Platform,
+  isRoot: boolean,
+  run: ProbeRun = runProbe,
+  tools: LaunchTools = BARE_TOOLS,
+): LaunchPlan {
+  const steps = planSteps(setting, platform, isRoot, tools);
   let step = steps.next();
   while (!step.done) step = steps.next(run(step.value));
   return step.value;
 }
 
 /** `planLaunch` with probes that do not block the event loop. */
-export async function planLaunchAsync(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean, run: AsyncProbeRun): Promise<LaunchPlan> {
-  const steps = planSteps(setting, platform, isRoot);
+export async function planLaunchAsync(
+  setting: IsolationSetting,
+  platform: NodeJS.Platform,
+  isRoot: boolean,
+  run: AsyncProbeRun,
+  tools: LaunchTools = BARE_TOOLS,
+): Promise<LaunchPlan> {
+  const steps = planSteps(setting, platform, isRoot, tools);
   let step = steps.next();
   while (!step.done) step = steps.next(await run(step.value));
   return step.value;
@@ -286,7 +389,7 @@ export function cachedLaunchPlan(setting: IsolationSetting, platform: NodeJS.Pla
   const key = `${setting}\0${isRoot}\0${env['PATH'] ?? ''}`;
   let plan = plans.get(key);
   if (plan === undefined) {
-    plan = planLaunchAsync(setting, platform, isRoot, asyncProbe(env));
+    plan = planLaunchAsync(setting, platform, isRoot, asyncProbe(env), resolveLaunchTools(env));
     plans.set(key, plan);
     void plan.then((decided) => {
       if (setting !== 'off' && decided.isolation.kind !== 'pid') plans.delete(key);
@@ -317,10 +420,15 @@ export interface LaunchInput {
 /** The command line that starts the worker under `plan`. */
 export function launchArgv(plan: LaunchPlan, input: LaunchInput): string[] {
   if (!plan.launcher) return [...input.command];
-  const wrap = plan.isolation.kind === 'pid' ? [...plan.isolation.unshare, '--', ...DROP_CAPABILITIES, 'perl', '-e', INIT_SCRIPT, '--'] : [];
-  const launcher = ['perl', '-e', LAUNCHER_SCRIPT, '--', String(input.dispatcherPid), input.lockDir, String(wrap.length), ...wrap, ...input.command];
+  const tools = plan.tools ?? BARE_TOOLS;
+  const wrap =
+    plan.isolation.kind === 'pid'
+      ? [...located(plan.isolation.unshare, tools.unshare), '--', ...located(DROP_CAPABILITIES, tools.setpriv), tools.perl, '-e', INIT_SCRIPT, '--']
+      : [];
+  const prctl = plan.isolation.kind === 'none' ? String(plan.prctlSyscall ?? 0) : '0';
+  const launcher = [tools.perl, '-e', LAUNCHER_SCRIPT, '--', String(input.dispatcherPid), input.lockDir, prctl, String(wrap.length), ...wrap, ...input.command];
   // The keeper (no namespace) must clean up when the dispatcher dies, so it gets a signal it
   // can handle; in a namespace, SIGKILL to unshare ends everything.
   const deathSignal = plan.isolation.kind === 'pid' ? 'KILL' : 'TERM';
-  return plan.parentDeath ? underParentDeath(launcher, deathSignal) : launcher;
+  return plan.parentDeath ? diesWithParent(launcher, deathSignal, tools) : launcher;
 }

@@ -5,7 +5,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { CliError, packageVersion, signalExitCode } from '@prun/kit/cli';
-import { removeStaleTemps, underParentDeath } from '@prun/kit/fs';
+import { removeStaleTemps } from '@prun/kit/fs';
 import { constants as osConstants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { formatWithheld, scrubEnv } from '@prun/env-scrub';
@@ -50,7 +50,7 @@ import {
   stdinPayload,
   type WorkerEnd,
 } from './decide.js';
-import { cachedLaunchPlan, isolationRecord, type LaunchPlan } from './isolation.js';
+import { cachedLaunchPlan, diesWithParent, isolationRecord, type LaunchPlan } from './isolation.js';
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
 import { MESSAGE_PREFIX, PUBLISH_TAG, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
@@ -454,7 +454,9 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
   run.writeState(STATE_FILES.model, `${routed}\n`);
 
   const final = await preflight(run, config, routed);
-  run.writeState(STATE_FILES.model, `${final}\n`);
+  // Rewritten only when it changed: the file already holds the routed model (one write fewer
+  // per unit with the preflight off, and whenever the listing kept the model).
+  if (final !== routed) run.writeState(STATE_FILES.model, `${final}\n`);
   const noteLine = quotaNoteLineFor(routed, final);
   if (noteLine !== null) appendFileSync(run.statePath(STATE_FILES.quotaNote), `${noteLine}\n`);
   if (modelPool(final) !== modelPool(routed)) {
@@ -484,7 +486,7 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
   const launch = (args: string[]): { child: () => ChildProcess | null; done: Promise<CapturedRun> } => {
     // Under the kernel's parent-death signal too: a preflight command must not outlive a
     // killed dispatcher either.
-    const command = run.plan?.parentDeath === true ? underParentDeath([config.exe, ...args]) : [config.exe, ...args];
+    const command = run.plan?.parentDeath === true ? diesWithParent([config.exe, ...args], 'KILL', run.plan.tools) : [config.exe, ...args];
     let mine: ChildProcess | null = null;
     const done = runCaptured(command[0]!, command.slice(1), {
       env,

@@ -13,7 +13,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
@@ -32,6 +32,7 @@ import {
   which,
   writeFileAtomic,
 } from '@prun/kit/fs';
+import { PERL_SHARED } from '../src/fs/flock.js';
 
 let dir: string;
 beforeEach(() => {
@@ -373,6 +374,28 @@ describe('tryFlockSharedMany and sleepSync', () => {
       closeSync(holder);
     }
     expect(tryFlockSharedMany([])).toEqual([]);
+  });
+
+  test('the perl helper itself answers, loading no module (the shell fallback would hide a broken one)', () => {
+    const files = ['a', 'b'].map((name) => join(dir, name));
+    for (const file of files) writeFileSync(file, '');
+    const holder = openSync(files[1]!, 'r');
+    expect(tryFlock(holder, 'exclusive')).toBe('acquired');
+    const fds = files.map((file) => openSync(file, 'r'));
+    try {
+      // Every module perl loads is a file found and compiled at every call; END reports %INC.
+      const probe = spawnSync('perl', ['-e', `END { print STDERR "loaded:", join(",", sort keys %INC), "\\n" }\n${PERL_SHARED}`, String(constants.errno.EWOULDBLOCK), '3', '4', '9'], {
+        stdio: ['ignore', 'pipe', 'pipe', ...fds],
+        encoding: 'utf8',
+      });
+      expect(probe.status).toBe(0);
+      // acquired, busy (held exclusive elsewhere), and a descriptor that is not open.
+      expect(probe.stdout).toBe('0\n1\n2\n');
+      expect(probe.stderr).toBe('loaded:\n');
+    } finally {
+      for (const fd of fds) closeSync(fd);
+      closeSync(holder);
+    }
   });
 
   test('sleepSync blocks the thread for about the time asked', () => {

@@ -3,6 +3,7 @@
 // helper exits and is released only when the caller closes the descriptor or dies (SIGKILL
 // included): nothing can go stale the way a pid file does.
 import { spawnSync } from 'node:child_process';
+import { constants } from 'node:os';
 
 export type FlockAttempt = 'acquired' | 'busy' | 'unsupported';
 
@@ -30,8 +31,12 @@ export function tryFlock(fd: number, mode: 'exclusive' | 'shared' = 'exclusive')
 
 // One flock(2) per descriptor in a single perl process (perl-base is on every Debian-like system);
 // a shell loop over util-linux flock is the fallback. Either way the lock lands on the caller's
-// descriptors, as with tryFlock.
-const PERL_SHARED = 'use Fcntl qw(:flock); for my $fd (@ARGV) { if (open(my $fh, "<&=", $fd)) { print flock($fh, LOCK_SH|LOCK_NB) ? "0\\n" : $!{EWOULDBLOCK} ? "1\\n" : "2\\n" } else { print "2\\n" } }';
+// descriptors, as with tryFlock. The program loads no module: `use Fcntl` and `$!{EWOULDBLOCK}`
+// made perl find and compile Fcntl, Exporter, XSLoader and Errno at every call (about 7 ms of
+// CPU). flock(2)'s LOCK_SH (1) and LOCK_NB (4) are the same on every Linux; EWOULDBLOCK is not
+// (alpha differs), so Node's own errno table passes it as the first argument.
+export const PERL_SHARED =
+  'my $busy = shift; for my $fd (@ARGV) { if (open(my $fh, "<&=", $fd)) { print flock($fh, 1 | 4) ? "0\\n" : $! + 0 == $busy ? "1\\n" : "2\\n" } else { print "2\\n" } }';
 const SHELL_SHARED = 'for f do flock -sn "$f"; echo $?; done';
 
 /**
@@ -43,7 +48,7 @@ export function tryFlockSharedMany(fds: readonly number[]): FlockAttempt[] {
   if (fds.length === 1) return [tryFlock(fds[0] as number, 'shared')];
   const args = fds.map((_fd, i) => String(i + 3));
   const options = { stdio: ['ignore', 'pipe', 'ignore', ...fds] as ('ignore' | 'pipe' | number)[], encoding: 'utf8' as const };
-  let result = spawnSync('perl', ['-e', PERL_SHARED, ...args], options);
+  let result = spawnSync('perl', ['-e', PERL_SHARED, String(constants.errno.EWOULDBLOCK), ...args], options);
   if (result.error || result.status !== 0) result = spawnSync('sh', ['-c', SHELL_SHARED, 'sh', ...args], options);
   if (result.error) throw new FlockUnavailableError(`cannot run util-linux flock (${result.error.message}); install util-linux`);
   const codes = result.stdout.split('\n').filter(Boolean);

@@ -1,0 +1,201 @@
+/**
+ * What each unit's launch chain costs to start. Its programs (setpriv, unshare, perl) are found
+ * on PATH once, when the launch plan is made, and every link of the chain is exec'd by absolute
+ * path; the state records keep the programs' names. Where PATH could find another file from the
+ * unit's directory (a relative entry) the names stay bare and each exec searches, as before. The
+ * perl launcher and init compile without loading any module file; the keeper's prctl number comes
+ * from the plan (perl's Config, asked once), not from loading Config at every start.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import {
+  INIT_SCRIPT,
+  LAUNCHER_SCRIPT,
+  isolationRecord,
+  launchArgv,
+  planLaunch,
+  prctlSyscallFor,
+  resolveLaunchTools,
+  type LaunchPlan,
+} from '../src/isolation.js';
+import { FAKE_AGY, processRunning, readState, rootPool, waitFor } from './harness.js';
+
+const pool = rootPool();
+afterAll(() => pool.cleanup());
+
+const PATH = process.env.PATH ?? '/usr/bin:/bin';
+const tools = resolveLaunchTools({ PATH });
+const found = isAbsolute(tools.setpriv) && isAbsolute(tools.unshare) && isAbsolute(tools.perl);
+const namespace = planLaunch('auto', process.platform, process.getuid?.() === 0);
+const noNamespace = namespace.isolation.kind === 'pid' ? null : namespace.isolation.reason;
+
+describe('resolveLaunchTools', () => {
+  test.skipIf(!found)(`finds each program where PATH does${found ? '' : ' (skipped: setpriv, unshare or perl is not on PATH)'}`, () => {
+    for (const [name, path] of Object.entries(tools)) {
+      expect(path.endsWith(`/${name}`)).toBe(true);
+      expect(PATH.split(':')).toContain(path.slice(0, -name.length - 1));
+    }
+  });
+
+  test('keeps bare names for a PATH with a relative or empty entry, an empty or unset PATH, and a program not found', () => {
+    const bare = { setpriv: 'setpriv', unshare: 'unshare', perl: 'perl' };
+    expect(resolveLaunchTools({ PATH: `bin:${PATH}` })).toEqual(bare);
+    expect(resolveLaunchTools({ PATH: `${PATH}:` })).toEqual(bare);
+    expect(resolveLaunchTools({ PATH: '' })).toEqual(bare);
+    expect(resolveLaunchTools({})).toEqual(bare);
+    expect(resolveLaunchTools({ PATH: '/nonexistent-prun-dir' })).toEqual(bare);
+  });
+});
+
+describe('the perl launcher and init', () => {
+  // Each module is a file perl finds, reads and compiles at every start of every unit's chain:
+  // `$!{EINTR}` alone made the launcher load Errno, Exporter and strict (about 3 ms of CPU).
+  test.skipIf(!isAbsolute(tools.perl))(`load no module while they compile${isAbsolute(tools.perl) ? '' : ' (skipped: no perl on PATH)'}`, () => {
+    for (const script of [LAUNCHER_SCRIPT, INIT_SCRIPT]) {
+      // Without fd 3 each exits at once (120), after compiling all of itself; END reports %INC.
+      const probe = spawnSync(tools.perl, ['-e', `END { print STDERR "loaded:", join(",", sort keys %INC), "\\n" }\n${script}`], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        encoding: 'utf8',
+      });
+      expect(probe.status).toBe(120);
+      expect(probe.stderr).toBe('loaded:\n');
+    }
+  });
+});
+
+describe('launchArgv', () => {
+  const located = { setpriv: '/opt/u/setpriv', unshare: '/opt/u/unshare', perl: '/opt/p/perl' };
+  const input = { dispatcherPid: 4242, lockDir: '/tmp/work', command: ['/bin/agy', '--mode', 'plan'] };
+  const isolated: LaunchPlan = {
+    isolation: { kind: 'pid', unshare: ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child'] },
+    parentDeath: true,
+    launcher: true,
+    tools: located,
+  };
+
+  test('execs every link of an isolated chain by the path the plan found, and records the names', () => {
+    expect(launchArgv(isolated, input)).toEqual([
+      '/opt/u/setpriv', '--pdeathsig', 'KILL', '--',
+      '/opt/p/perl', '-e', LAUNCHER_SCRIPT, '--', '4242', '/tmp/work', '0', '15',
+      '/opt/u/unshare', '--pid', '--fork', '--mount-proc', '--kill-child', '--',
+      '/opt/u/setpriv', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--',
+      '/opt/p/perl', '-e', INIT_SCRIPT, '--',
+      '/bin/agy', '--mode', 'plan',
+    ]);
+    expect(isolationRecord(isolated)).toBe(
+      'isolation: pid\nmechanism: unshare --pid --fork --mount-proc --kill-child\ncapabilities: none\nparent-death: setpriv --pdeathsig KILL\ndirectory-lock: flock\n',
+    );
+  });
+
+  test('execs the keeper chain by path too, and a plan without tools by name', () => {
+    const keeper: LaunchPlan = { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath: true, launcher: true, tools: located, prctlSyscall: 157 };
+    const argv = launchArgv(keeper, input);
+    expect(argv.slice(0, 6)).toEqual(['/opt/u/setpriv', '--pdeathsig', 'TERM', '--', '/opt/p/perl', '-e']);
+    // The keeper gets prctl's number; no wrapper.
+    expect(argv.slice(7)).toEqual(['--', '4242', '/tmp/work', '157', '0', '/bin/agy', '--mode', 'plan']);
+    const { tools: _, ...byName } = isolated;
+    const bare = launchArgv(byName, input);
+    expect([bare[0], bare[4], bare[12], bare[18], bare[23]]).toEqual(['setpriv', 'perl', 'unshare', 'setpriv', 'perl']);
+  });
+});
+
+describe('prctlSyscallFor', () => {
+  test('maps perl archnames to prctl numbers, 0 for any other', () => {
+    expect(prctlSyscallFor('x86_64-linux-gnu-thread-multi')).toBe(157);
+    expect(prctlSyscallFor('aarch64-linux-gnu-thread-multi\n')).toBe(167);
+    expect(prctlSyscallFor('i686-linux-gnu-thread-multi-64int')).toBe(172);
+    expect(prctlSyscallFor('powerpc64le-linux-gnu-thread-multi')).toBe(0);
+    expect(prctlSyscallFor('mips64el-linux-gnuabi64')).toBe(0);
+    expect(prctlSyscallFor('')).toBe(0);
+    expect(prctlSyscallFor('constructor')).toBe(0);
+  });
+
+  test.skipIf(!isAbsolute(tools.perl))(`of this perl is what the plan without isolation carries${isAbsolute(tools.perl) ? '' : ' (skipped: no perl)'}`, () => {
+    const keeper = planLaunch('off', process.platform, process.getuid?.() === 0, undefined, tools);
+    expect(keeper.launcher).toBe(true);
+    const expected = { x64: 157, arm64: 167, riscv64: 167, loong64: 167, ia32: 172, arm: 172, s390x: 172 }[process.arch as string];
+    if (expected !== undefined) expect(keeper.prctlSyscall).toBe(expected);
+    else expect(keeper.prctlSyscall).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe('a dispatch', () => {
+  // review: the keeper used to load Config at every start for this number; it now comes from the
+  // plan, and a wrong or missing one would leave orphans to the host's init.
+  test.skipIf(process.platform !== 'linux' || !isAbsolute(tools.perl))('without isolation, the keeper adopts the tree\'s orphans (it is a child subreaper) and kills them', async () => {
+    const root = pool.root();
+    const orphanFile = join(root.dir, 'orphan.pid');
+    const agy = join(root.dir, 'agy-orphan');
+    writeFileSync(
+      agy,
+      [
+        '#!/bin/sh',
+        `case "$*" in --version|models|*/usage*) exec "${FAKE_AGY}" "$@";; esac`,
+        // A subshell starts a sleeper and exits at once: the sleeper is orphaned.
+        `( sleep 300 & echo $! > "${orphanFile}.tmp"; mv "${orphanFile}.tmp" "${orphanFile}" )`,
+        `exec "${FAKE_AGY}" "$@"`,
+        '',
+      ].join('\n'),
+    );
+    chmodSync(agy, 0o755);
+    let dispatcher = 0;
+    const running = root.run({ env: { PRUN_ISOLATE: 'off', ANTIGRAVITY_BIN: agy, FAKE_AGY_HANG: '1' }, onSpawn: (pid) => (dispatcher = pid) });
+    let stateDir = '';
+    await waitFor(
+      () => {
+        const [name] = root.stateDirs();
+        stateDir = name === undefined ? '' : join(root.dir, name);
+        return existsSync(orphanFile) && stateDir !== '' && existsSync(join(stateDir, 'worker-pid-unverified')) && readState(stateDir, 'worker-pid-unverified').trim() !== '';
+      },
+      15_000,
+      'worker and orphan started',
+    );
+    const parentOf = (pid: number): number => Number(/^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    const orphan = Number(readFileSync(orphanFile, 'utf8'));
+    const agyPid = Number(readState(stateDir, 'worker-pid-unverified'));
+    const keeper = parentOf(agyPid);
+    try {
+      // The orphan's parent is agy's keeper, not the host's init or another subreaper.
+      await waitFor(() => parentOf(orphan) === keeper, 5_000, `orphan ${orphan} adopted by the keeper ${keeper} (its parent: ${parentOf(orphan)})`);
+      process.kill(dispatcher, 'SIGTERM');
+      await running;
+      await waitFor(() => !processRunning(orphan), 5_000, 'orphan killed with the tree');
+    } finally {
+      // A failed check must not leave the sleeper behind (nobody else would reap it).
+      if (processRunning(orphan)) process.kill(orphan, 'SIGKILL');
+      if (processRunning(dispatcher)) process.kill(dispatcher, 'SIGKILL');
+      await running;
+    }
+  });
+
+  test.skipIf(noNamespace !== null || !found)(
+    `runs its isolated chain from absolute paths${noNamespace ? ` (skipped: ${noNamespace})` : found ? '' : ' (skipped: a chain program is not on PATH)'}`,
+    async () => {
+      const root = pool.root();
+      let dispatcher = 0;
+      const running = root.run({ env: { PRUN_ISOLATE: 'pid', FAKE_AGY_HANG: '1' }, onSpawn: (pid) => (dispatcher = pid) });
+      let stateDir = '';
+      await waitFor(
+        () => {
+          const [name] = root.stateDirs();
+          stateDir = name === undefined ? '' : join(root.dir, name);
+          return stateDir !== '' && existsSync(join(stateDir, 'worker-pid-unverified')) && readState(stateDir, 'worker-pid-unverified').trim() !== '';
+        },
+        15_000,
+        'worker started',
+      );
+      // The chain's leader is unshare by now (setpriv and the launcher exec'd into it).
+      const leader = Number(readState(stateDir, 'worker-pid-unverified'));
+      const argv = readFileSync(`/proc/${leader}/cmdline`, 'utf8').split('\0');
+      expect(argv[0]).toBe(tools.unshare);
+      expect(argv.slice(argv.indexOf('--') + 1, argv.indexOf('--') + 2)).toEqual([tools.setpriv]);
+      expect(argv).toContain(tools.perl);
+      expect(readState(stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare --/);
+      process.kill(dispatcher, 'SIGTERM');
+      const run = await running;
+      expect(run.stateDir).toBe(stateDir);
+    },
+  );
+});

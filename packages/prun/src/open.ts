@@ -212,7 +212,9 @@ function buildAndPlace(target: string, units: ResolvedUnit[]): { lockFd: number 
     for (const unit of units) writeFileSync(paths.prompt(unit.id), unit.prompt, { flag: 'wx' });
     writeFileSync(paths.plan, `${JSON.stringify(stored, null, 2)}\n`, { flag: 'wx' });
     fsyncPath(paths.plan);
-    for (const unit of units) appendLedger(paths.ledger, queuedEntry(final, unit));
+    // One write and one fsync for every unit's `queued` line: nothing can see the ledger before
+    // the rename below, and fsyncPath(temp) follows.
+    appendLedger(paths.ledger, units.map((unit) => queuedEntry(final, unit)));
     fsyncPath(temp);
     try {
       renameSync(temp, target);

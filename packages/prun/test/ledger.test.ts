@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { appendLedger, readLedger, repairLedgerTail, type AppendIo, type LedgerEntry } from '../src/ledger.js';
+import { appendLedger, readLedger, repairLedgerTail, syncLedger, type AppendIo, type LedgerEntry } from '../src/ledger.js';
 import { fallbackReason } from '@prun/unit-state';
 import { contractProblem, unitOutcome, type DispatchEnd } from '../src/outcome.js';
 
@@ -51,6 +51,29 @@ describe('ledger', () => {
     const fd2 = calls[4]!.split(' ')[2];
     expect(calls).toEqual([`open a ${fd}`, `write ${fd}`, `fsync ${fd}`, `close ${fd}`, `open a ${fd2}`, `write ${fd2}`, `fsync ${fd2}`, `close ${fd2}`]);
     expect(readLedger(path).entries).toHaveLength(2);
+  });
+
+  it('writes several entries with one write and one fsync; sync: false writes without fsync, and syncLedger fsyncs the file', () => {
+    const calls: string[] = [];
+    const io: AppendIo = {
+      openSync: (path, flags) => fs.openSync(path, flags),
+      writeSync: (fd, data) => {
+        calls.push(`write ${String(data).split('\n').length - 1}`);
+        return fs.writeSync(fd, data);
+      },
+      fsyncSync: (fd) => {
+        calls.push('fsync');
+        fs.fsyncSync(fd);
+      },
+      closeSync: (fd) => fs.closeSync(fd),
+    };
+    const path = ledgerPath();
+    appendLedger(path, [entry, { ...entry, id: 'b' }, { ...entry, id: 'c' }], io);
+    appendLedger(path, { ...entry, status: 'done' }, io, { sync: false });
+    expect(calls).toEqual(['write 3', 'fsync', 'write 1']);
+    syncLedger(path, io);
+    expect(calls).toEqual(['write 3', 'fsync', 'write 1', 'fsync']);
+    expect(readLedger(path).entries.map((e) => `${e.id} ${e.status}`)).toEqual(['a queued', 'b queued', 'c queued', 'a done']);
   });
 
   it('reads a torn last line as torn (not bad), sets it aside whole and cuts it, so the next line stands alone', () => {

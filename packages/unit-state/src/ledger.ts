@@ -90,17 +90,40 @@ export interface AppendIo {
   closeSync: (fd: number) => void;
 }
 
+/** How an append reaches the disk. */
+export interface AppendOptions {
+  /**
+   * false: written (one O_APPEND write, so a reader and a driver killed right after see it) but
+   * not fsynced here; the caller fsyncs the ledger later with `syncLedger`, or with the next
+   * synced append (fsync flushes every write made to the file before it). Default true.
+   */
+  sync?: boolean;
+}
+
 /**
- * Append one entry as one line with a single O_APPEND write and fsync it before returning, so a
- * batch killed at any moment leaves a ledger whose every complete line is true. A torn last line
- * (a crash inside the write) is set aside by `repairLedgerTail` before the next append.
+ * Append entries as lines, all with a single O_APPEND write, and fsync it before returning
+ * (unless `sync` is false), so a batch killed at any moment leaves a ledger whose every complete
+ * line is true. A torn last line (a crash inside the write) is set aside by `repairLedgerTail`
+ * before the next append.
  */
-export function appendLedger(path: string, entry: LedgerEntry, io: AppendIo = nodeFs): void {
-  const line = `${JSON.stringify(LedgerEntrySchema.parse(entry))}\n`;
+export function appendLedger(path: string, entries: LedgerEntry | readonly LedgerEntry[], io: AppendIo = nodeFs, options: AppendOptions = {}): void {
+  const list: readonly LedgerEntry[] = Array.isArray(entries) ? entries : [entries as LedgerEntry];
+  if (list.length === 0) return;
+  const text = list.map((entry) => `${JSON.stringify(LedgerEntrySchema.parse(entry))}\n`).join('');
   const fd = io.openSync(path, 'a');
   try {
-    const written = io.writeSync(fd, line);
-    if (written !== Buffer.byteLength(line)) throw new Error(`short write to ${path}`);
+    const written = io.writeSync(fd, text);
+    if (written !== Buffer.byteLength(text)) throw new Error(`short write to ${path}`);
+    if (options.sync !== false) io.fsyncSync(fd);
+  } finally {
+    io.closeSync(fd);
+  }
+}
+
+/** fsync the ledger: every line appended so far (also those appended with `sync: false`) is on the disk. */
+export function syncLedger(path: string, io: AppendIo = nodeFs): void {
+  const fd = io.openSync(path, 'a');
+  try {
     io.fsyncSync(fd);
   } finally {
     io.closeSync(fd);

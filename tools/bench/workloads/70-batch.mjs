@@ -9,7 +9,7 @@
 //   they are the dispatcher's isolation and the agents themselves, the same in both.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 
 export const title = 'prun batch: 100 instant units beside 100 bare fake-agy runs; 50 running units, summed RSS';
@@ -41,10 +41,24 @@ async function pool(count, jobs, task) {
   await Promise.all(workers);
 }
 
+/**
+ * CPU milliseconds (user + system) of every waited-for descendant of this process so far
+ * (cutime + cstime of /proc/self/stat, clock ticks of 10 ms): a batch's driver waits for its
+ * supervisor, which waits for every launch chain and worker, so one batch's delta is all of it.
+ */
+function childrenCpuMs() {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields 16 and 17 of stat(5), counted from the state field (3).
+  return (Number(fields[13]) + Number(fields[14])) * 10;
+}
+
+/** Wall and CPU milliseconds of `fn`, which must be the only work of this process's children meanwhile. */
 async function timed(fn) {
   const start = process.hrtime.bigint();
+  const cpu = childrenCpuMs();
   await fn();
-  return Number(process.hrtime.bigint() - start) / 1e6;
+  return { ms: Number(process.hrtime.bigint() - start) / 1e6, cpuMs: childrenCpuMs() - cpu };
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -124,12 +138,15 @@ async function speed(ctx, env, root) {
     );
     batch.push(await timed(() => exec(process.execPath, [prunBin, 'batch', plan, '--dir', join(root, `batch-${round}`), '--jobs', String(jobs), '--json'], { env, cwd: root })));
   }
-  const rows = [
-    { label: `${UNITS} bare fake-agy runs, ${jobs} at a time (floor)`, ms: median(floor) },
-    { label: `prun batch of ${UNITS} instant units, --jobs ${jobs}`, ms: median(batch) },
-  ];
+  const row = (label, samples) => ({ label, ms: median(samples.map((s) => s.ms)), cpuMs: median(samples.map((s) => s.cpuMs)) });
+  const rows = [row(`${UNITS} bare fake-agy runs, ${jobs} at a time (floor)`, floor), row(`prun batch of ${UNITS} instant units, --jobs ${jobs}`, batch)];
   ctx.table(rows);
-  process.stdout.write(`  goal: prun batch at most x1.30 the floor (${RUNS} interleaved rounds, medians)\n`);
+  const cpuRatio = rows[1].cpuMs / rows[0].cpuMs;
+  process.stdout.write(
+    `  goal: prun batch at most x1.30 the floor (${RUNS} interleaved rounds, medians); CPU (all processes, waited for): x${cpuRatio.toFixed(2)} the floor's; load ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(' ')}\n`,
+  );
   return rows;
 }
 

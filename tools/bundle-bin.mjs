@@ -7,7 +7,7 @@
 //   node ../../tools/bundle-bin.mjs --entry bin [--entry other-bin] [--lazy quota/dist/states.js ...]
 //
 // --entry NAME   dist/NAME.js is a bin program; it becomes dist/bundle-NAME.js, which the shim in
-//                bin/ imports. An entry must stay out of the command chunk: it awaits the command
+//                bin/ imports (NAME may name a subfolder: supervise/main is bundle-supervise-main). An entry must stay out of the command chunk: it awaits the command
 //                at its top level, and in the same chunk that import would wait for itself.
 // --lazy PATH    a workspace module (packages/PATH) that loads only behind a dynamic import: it
 //                stays in a chunk of its own, with what only it loads, instead of the command's.
@@ -97,6 +97,9 @@ export function chunkGroups({ entries, lazy, eager = [] }) {
     },
   ];
 }
+
+/** An entry's name in its output file: `supervise/main` (dist/supervise/main.js) is bundle-supervise-main. */
+const outputName = (entry) => entry.replaceAll('/', '-');
 
 /** The nearest folder at or above `file`'s that holds a package.json, and that manifest. */
 function owningPackage(file) {
@@ -196,7 +199,7 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
     // file (it does not await at its top level, so its own dynamic import of the command is fine).
     for (const name of entries) {
       const entry = `${dist}${name}.js`;
-      const bundle = await rolldown({ input: { [name]: entry }, platform: 'node', external: [/^node:/u], preserveEntrySignatures: 'allow-extension', logLevel: 'warn', plugins });
+      const bundle = await rolldown({ input: { [outputName(name)]: entry }, platform: 'node', external: [/^node:/u], preserveEntrySignatures: 'allow-extension', logLevel: 'warn', plugins });
       try {
         // --split's groups read the module graph, which the build finds when the bundle is written.
         const groups = split
@@ -218,7 +221,7 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
     }
     return;
   }
-  const input = Object.fromEntries(entries.map((name) => [name, `${dist}${name}.js`]));
+  const input = Object.fromEntries(entries.map((name) => [outputName(name), `${dist}${name}.js`]));
   const bundle = await rolldown({
     input,
     platform: 'node',

@@ -7,7 +7,7 @@
 //   node ../../tools/bundle-bin.mjs --entry bin [--entry other-bin] [--lazy quota/dist/states.js ...]
 //
 // --entry NAME   dist/NAME.js is a bin program; it becomes dist/bundle-NAME.js, which the shim in
-//                bin/ imports. An entry must stay out of the command chunk: it awaits the command
+//                bin/ imports (NAME may name a subfolder: supervise/main is bundle-supervise-main). An entry must stay out of the command chunk: it awaits the command
 //                at its top level, and in the same chunk that import would wait for itself.
 // --lazy PATH    a workspace module (packages/PATH) that loads only behind a dynamic import: it
 //                stays in a chunk of its own, with what only it loads, instead of the command's.
@@ -30,24 +30,42 @@
 //                (tools/bundle-load.cjs), which uses the cache only for the exact source it was
 //                made from and when V8 accepts it (same version and flags), else compiles the
 //                source as require would. The command chunk must not use import().
+// --split        (with --cjs --edge) no catch-all command chunk: each command the entry imports
+//                dynamically (its CLI; job-runner's entry: its CLI and its runner) makes one chunk
+//                with everything it loads statically that no other of them does, third-party code
+//                included (no --eager needed); what they share, and whatever loads only behind a
+//                further dynamic import (`prun`'s subcommands, other packages' commands; each of
+//                job-runner's commands), is left to rolldown's own splitting: a chunk per set of
+//                dynamic imports that loads it, so a command loads no other command's code. With
+//                --code-cache every chunk but the entry and the edge gets its cache, and every
+//                chunk requires the others through the loader.
 //
-// Output, all in dist/ so that `new URL('../package.json', import.meta.url)` still names the
-// package's manifest:
+// Every bundled module keeps its own `import.meta.url`: the URL of its tsc file (dist/...), which
+// stays beside the bundle, so `new URL('../../bin/x.js', import.meta.url)` in dist/commands/ or a
+// `../package.json` of another workspace package (found through that package's own name, one of
+// the bundling package's dependencies) names what it named before it was bundled.
+//
+// Output, all in dist/ (.cjs with --cjs, each chunk's cache beside it with --code-cache):
 //   dist/bundle-NAME.js          each entry
 //   dist/bundle-edge-*.js        kit's runBin (all that --version loads)
 //   dist/bundle-command-*.js     the command: every workspace module the entries load
 //   dist/bundle-*-*.js           what loads only on demand (--lazy modules and the third-party
-//                                code only they load), and re-export stubs of dynamic imports
+//                                code only they load), and re-export stubs of dynamic imports;
+//                                with --split, each command (named after its module) and the
+//                                chunks rolldown splits off
 // The library entries (dist/index.js, ...) stay tsc's output; only the bins use the bundle.
 // tools/release/meta.mjs knows these names (isBundleOutput) so that it does not call them stale.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve, sep } from 'node:path';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The prefix of every file this script writes into dist/. */
 export const BUNDLE_PREFIX = 'bundle-';
+
+/** A module of a workspace package's tsc output (packages/NAME/dist/...). */
+const WORKSPACE_DIST = /[\\/]packages[\\/][a-z0-9-]+[\\/]dist[\\/]/u;
 
 /** Whether `relative` (a path inside dist/) is this script's output. */
 export function isBundleOutput(relative) {
@@ -66,7 +84,6 @@ const pathPattern = (path) => path.split('/').map(escape).join('[\\\\/]');
 
 /** The chunk groups: kit's runBin alone, then every workspace module but the entries and the lazy ones. */
 export function chunkGroups({ entries, lazy, eager = [] }) {
-  const workspaceDist = /[\\/]packages[\\/][a-z0-9-]+[\\/]dist[\\/]/u;
   const eagerModules = eager.map((path) => new RegExp(`[\\\\/]node_modules[\\\\/]${pathPattern(path)}[\\\\/]`, 'u'));
   const lazyModules = lazy.map((path) => new RegExp(`[\\\\/]packages[\\\\/]${pathPattern(path)}$`, 'u'));
   const entryFiles = new Set(entries);
@@ -76,23 +93,118 @@ export function chunkGroups({ entries, lazy, eager = [] }) {
       name: 'command',
       priority: 1,
       test: (id) =>
-        (workspaceDist.test(id) && !entryFiles.has(id) && !lazyModules.some((pattern) => pattern.test(id))) || eagerModules.some((pattern) => pattern.test(id)),
+        (WORKSPACE_DIST.test(id) && !entryFiles.has(id) && !lazyModules.some((pattern) => pattern.test(id))) || eagerModules.some((pattern) => pattern.test(id)),
     },
   ];
 }
 
-export async function bundleBins({ packageDir, entries, lazy = [], eager = [], cjs = false, edge = false, codeCache = false }) {
+/** An entry's name in its output file: `supervise/main` (dist/supervise/main.js) is bundle-supervise-main. */
+const outputName = (entry) => entry.replaceAll('/', '-');
+
+/** The nearest folder at or above `file`'s that holds a package.json, and that manifest. */
+function owningPackage(file) {
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest)) return { dir, manifest: JSON.parse(readFileSync(manifest, 'utf8')) };
+    if (dirname(dir) === dir) throw new Error(`tools/bundle-bin.mjs: no package.json above ${file}`);
+  }
+}
+
+/**
+ * A rolldown plugin that gives every workspace module its own `import.meta.url` back: the URL of
+ * its tsc file, which stays in dist/ beside the bundle. A module of the bundling package is named
+ * relative to the bundle (both in its dist/); one of another workspace package through that
+ * package's name (`require.resolve('@prun/x/package.json')`, wherever npm or pnpm put it), which
+ * only a CommonJS bundle can do and only for one of the bundling package's dependencies.
+ */
+function ownImportMetaUrl({ packageDir, dist, cjs }) {
+  const own = owningPackage(join(dist, 'x.js'));
+  const dependencies = new Set(Object.keys(own.manifest.dependencies ?? {}));
+  return {
+    name: 'prun-own-import-meta-url',
+    transform(code, id) {
+      if (!WORKSPACE_DIST.test(id) || !code.includes('import.meta.url')) return null;
+      let url;
+      if (id.startsWith(dist)) {
+        url = `new URL(${JSON.stringify(`./${relative(dist, id).split(sep).join('/')}`)}, import.meta.url).href`;
+      } else {
+        const { dir, manifest } = owningPackage(id);
+        if (!cjs) throw new Error(`tools/bundle-bin.mjs: ${id} uses import.meta.url: an ES module bundle cannot name another package's file (use --cjs)`);
+        if (!dependencies.has(manifest.name)) throw new Error(`tools/bundle-bin.mjs: ${id} uses import.meta.url, but ${manifest.name} is no dependency of ${packageDir}`);
+        const inPackage = relative(dir, id).split(sep).join('/');
+        url =
+          `require("node:url").pathToFileURL(require("node:path").join(require("node:path").dirname(` +
+          `require("node:module").createRequire(__filename).resolve(${JSON.stringify(`${manifest.name}/package.json`)})), ${JSON.stringify(inPackage)})).href`;
+      }
+      return { code: code.replaceAll('import.meta.url', `(${url})`) };
+    },
+  };
+}
+
+/**
+ * The module graph rolldown built (a plugin records it once the build is done), and from it the
+ * --split groups: each command an entry imports dynamically gets one chunk with everything it
+ * loads statically that no other of the entry's commands loads; what several of them share, and
+ * what loads only behind a further dynamic import, is left to rolldown's own splitting.
+ */
+function moduleGraph() {
+  const modules = new Map();
+  const plugin = {
+    name: 'prun-module-graph',
+    buildEnd() {
+      modules.clear();
+      for (const id of this.getModuleIds()) {
+        const info = this.getModuleInfo(id);
+        if (info) modules.set(id, { imported: info.importedIds, dynamic: info.dynamicallyImportedIds });
+      }
+    },
+  };
+  const closure = (root) => {
+    const seen = new Set([root]);
+    for (const id of seen) for (const next of modules.get(id)?.imported ?? []) seen.add(next);
+    return seen;
+  };
+  // rolldown builds when the bundle is written, so the groups read the graph only once chunking
+  // asks: one group whose name function names each module's command (null: rolldown's own split).
+  const commandGroups = (entry) => {
+    let commandOf = null;
+    const name = (id) => {
+      if (commandOf === null) {
+        const roots = [...new Set(modules.get(entry)?.dynamic ?? [])];
+        const closures = roots.map((root) => closure(root));
+        // What the entry loads itself (snapshot-tail's interpreter.js) stays with the entry.
+        const atStart = closure(entry);
+        commandOf = (module) => {
+          if (atStart.has(module)) return null;
+          const holders = roots.filter((_, index) => closures[index].has(module));
+          return holders.length === 1 ? holders[0].split(/[\\/]/u).pop().replace(/\.js$/u, '') : null;
+        };
+      }
+      return commandOf(id);
+    };
+    return [{ name, debugName: 'command', priority: 1 }];
+  };
+  return { plugin, commandGroups };
+}
+
+export async function bundleBins({ packageDir, entries, lazy = [], eager = [], cjs = false, edge = false, codeCache = false, split = false }) {
   if (codeCache && !(cjs && edge)) throw new Error('tools/bundle-bin.mjs: --code-cache needs --cjs --edge');
+  if (split && !(cjs && edge)) throw new Error('tools/bundle-bin.mjs: --split needs --cjs --edge');
   const { rolldown } = await import('rolldown');
   const dist = `${resolve(packageDir, 'dist')}${sep}`;
+  const graph = moduleGraph();
+  const plugins = [ownImportMetaUrl({ packageDir, dist, cjs }), graph.plugin];
   if (cjs) {
     // One build per entry: the entry and every workspace module it loads but the lazy ones make one
     // file (it does not await at its top level, so its own dynamic import of the command is fine).
     for (const name of entries) {
       const entry = `${dist}${name}.js`;
-      const groups = chunkGroups({ entries: edge ? [entry] : [], lazy, eager }).filter((group) => edge || group.name === 'command');
-      const bundle = await rolldown({ input: { [name]: entry }, platform: 'node', external: [/^node:/u], preserveEntrySignatures: 'allow-extension', logLevel: 'warn' });
+      const bundle = await rolldown({ input: { [outputName(name)]: entry }, platform: 'node', external: [/^node:/u], preserveEntrySignatures: 'allow-extension', logLevel: 'warn', plugins });
       try {
+        // --split's groups read the module graph, which the build finds when the bundle is written.
+        const groups = split
+          ? [...chunkGroups({ entries: [entry], lazy, eager }).filter((group) => group.name === 'edge'), ...graph.commandGroups(entry)]
+          : chunkGroups({ entries: edge ? [entry] : [], lazy, eager }).filter((group) => edge || group.name === 'command');
         const { output } = await bundle.write({
           dir: dist,
           format: 'cjs',
@@ -100,16 +212,16 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
           chunkFileNames: `${BUNDLE_PREFIX}[name]-[hash].cjs`,
           codeSplitting: { includeDependenciesRecursively: false, groups },
         });
-        const problem = eagerLoadProblem(output);
+        const problem = eagerLoadProblem(output, { split });
         if (problem) throw new Error(problem);
-        if (codeCache) addCodeCache(dist, output);
+        if (codeCache) addCodeCache(dist, output, { split });
       } finally {
         await bundle.close();
       }
     }
     return;
   }
-  const input = Object.fromEntries(entries.map((name) => [name, `${dist}${name}.js`]));
+  const input = Object.fromEntries(entries.map((name) => [outputName(name), `${dist}${name}.js`]));
   const bundle = await rolldown({
     input,
     platform: 'node',
@@ -119,6 +231,7 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
     // may export more than its source did; nothing imports a bin's exports.
     preserveEntrySignatures: 'allow-extension',
     logLevel: 'warn',
+    plugins,
   });
   try {
     const { output } = await bundle.write({
@@ -142,47 +255,76 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
 const LOADER = `${BUNDLE_PREFIX}load.cjs`;
 
 /**
- * --code-cache: the command chunk's V8 code cache, made by a fresh `node` without NODE_OPTIONS
- * (its flags are part of what V8 checks) after running the chunk's top level, and the entry's
- * `require` of that chunk replaced by the loader. A cache the same Node then rejects fails the build.
+ * --code-cache: the command chunk's V8 code cache (with --split, every chunk's but the entry's and
+ * the edge's), made by a fresh `node` without NODE_OPTIONS (its flags are part of what V8 checks)
+ * after running the chunk's top level, and every `require` of such a chunk replaced by the loader.
+ * A cache the same Node then rejects fails the build.
  */
-function addCodeCache(dist, output) {
+function addCodeCache(dist, output, { split = false } = {}) {
   const chunks = output.filter((item) => item.type === 'chunk');
-  const command = chunks.find((chunk) => chunk.name === 'command');
-  if (!command) throw new Error('tools/bundle-bin.mjs: --code-cache found no command chunk');
-  if (/\bimport\(/u.test(command.code)) throw new Error(`tools/bundle-bin.mjs: --code-cache: ${command.fileName} uses import(), which the loader cannot run`);
-  copyFileSync(fileURLToPath(new URL('./bundle-load.cjs', import.meta.url)), join(dist, LOADER));
-  const required = `require("./${command.fileName}")`;
-  for (const chunk of chunks.filter((item) => item.isEntry)) {
-    const file = join(dist, chunk.fileName);
-    const text = readFileSync(file, 'utf8');
-    if (text.split(required).length !== 2) throw new Error(`tools/bundle-bin.mjs: --code-cache: ${chunk.fileName} does not require ${command.fileName} exactly once`);
-    writeFileSync(file, text.replace(required, `require("./${LOADER}")(__dirname, ${JSON.stringify(command.fileName)})`));
+  const cached = split
+    ? chunks.filter((chunk) => !chunk.isEntry && chunk.name !== 'edge' && !chunk.moduleIds.every((id) => id === '\0rolldown/runtime.js'))
+    : chunks.filter((chunk) => chunk.name === 'command');
+  if (cached.length === 0) throw new Error('tools/bundle-bin.mjs: --code-cache found no command chunk');
+  for (const chunk of cached) {
+    if (/\bimport\(/u.test(chunk.code)) throw new Error(`tools/bundle-bin.mjs: --code-cache: ${chunk.fileName} uses import(), which the loader cannot run`);
   }
-  const chunkFile = join(dist, command.fileName);
+  copyFileSync(fileURLToPath(new URL('./bundle-load.cjs', import.meta.url)), join(dist, LOADER));
+  for (const chunk of chunks) {
+    const file = join(dist, chunk.fileName);
+    let text = readFileSync(file, 'utf8');
+    for (const target of cached) {
+      const required = `require("./${target.fileName}")`;
+      const count = text.split(required).length - 1;
+      if (!split && chunk.isEntry && count !== 1) throw new Error(`tools/bundle-bin.mjs: --code-cache: ${chunk.fileName} does not require ${target.fileName} exactly once`);
+      if (count > 0) text = text.replaceAll(required, `require("./${LOADER}")(__dirname, ${JSON.stringify(target.fileName)})`);
+    }
+    writeFileSync(file, text);
+  }
+  // Dependencies first, so that each chunk is compiled (and run) once, by the maker itself, before
+  // another's top level requires it: its cache then holds what running its top level compiled.
+  const order = [];
+  const seen = new Set();
+  const visit = (chunk) => {
+    if (seen.has(chunk)) return;
+    seen.add(chunk);
+    for (const file of chunk.imports) {
+      const imported = cached.find((other) => other.fileName === file);
+      if (imported) visit(imported);
+    }
+    order.push(chunk);
+  };
+  for (const chunk of cached) visit(chunk);
+  makeCodeCaches(dist, order.map((chunk) => join(dist, chunk.fileName)));
+}
+
+/** Make, then check, the V8 code caches of these chunks (see addCodeCache), in two fresh processes. */
+function makeCodeCaches(dist, chunkFiles) {
   const make = [
     `const { readFileSync, writeFileSync } = require('node:fs');`,
     `const { compile, seal } = require(${JSON.stringify(join(dist, LOADER))});`,
-    `const file = ${JSON.stringify(chunkFile)};`,
-    `const source = readFileSync(file, 'utf8');`,
-    `const { script } = compile(file, source, undefined);`,
-    `const payload = script.createCachedData();`,
-    `writeFileSync(file + '.v8cache', Buffer.concat([seal(source, payload), payload]));`,
+    `for (const file of ${JSON.stringify(chunkFiles)}) {`,
+    `  const source = readFileSync(file, 'utf8');`,
+    `  const { script } = compile(file, source, undefined);`,
+    `  const payload = script.createCachedData();`,
+    `  writeFileSync(file + '.v8cache', Buffer.concat([seal(source, payload), payload]));`,
+    `}`,
   ].join('\n');
   const check = [
     `const { readFileSync } = require('node:fs');`,
     `const { compile, cacheFor } = require(${JSON.stringify(join(dist, LOADER))});`,
-    `const file = ${JSON.stringify(chunkFile)};`,
-    `const source = readFileSync(file, 'utf8');`,
-    `const cachedData = cacheFor(file, source);`,
-    `const { script } = compile(file, source, cachedData);`,
-    `process.exitCode = cachedData === undefined || script.cachedDataRejected ? 1 : 0;`,
+    `for (const file of ${JSON.stringify(chunkFiles)}) {`,
+    `  const source = readFileSync(file, 'utf8');`,
+    `  const cachedData = cacheFor(file, source);`,
+    `  const { script } = compile(file, source, cachedData);`,
+    `  if (cachedData === undefined || script.cachedDataRejected) throw new Error(file + '.v8cache: rejected');`,
+    `}`,
   ].join('\n');
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
   for (const [what, code] of [['make', make], ['check', check]]) {
     const result = spawnSync(process.execPath, ['-e', code], { env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
-    if (result.status !== 0) throw new Error(`tools/bundle-bin.mjs: --code-cache: could not ${what} ${command.fileName}.v8cache: ${result.stderr.trim() || `exit ${result.status ?? result.signal}`}`);
+    if (result.status !== 0) throw new Error(`tools/bundle-bin.mjs: --code-cache: could not ${what} the code caches: ${result.stderr.trim() || `exit ${result.status ?? result.signal}`}`);
   }
 }
 
@@ -192,13 +334,14 @@ function addCodeCache(dist, output) {
  * means a module reached only lazily (and what it loads, zod for instance) sits in the command
  * chunk: it must be named with --lazy.
  */
-export function eagerLoadProblem(output) {
+export function eagerLoadProblem(output, { split = false } = {}) {
   const chunks = output.filter((item) => item.type === 'chunk');
   // rolldown's own runtime helpers (about 2 kB) get a chunk of their own when an entry and its lazy
   // chunks share them (a CommonJS bundle with two --lazy modules): loading that at start is fine.
   const runtimeOnly = (chunk) => chunk.moduleIds.length > 0 && chunk.moduleIds.every((id) => id === '\0rolldown/runtime.js');
   const eager = new Set(
-    chunks.filter((chunk) => chunk.isEntry || chunk.name === 'edge' || chunk.name === 'command' || runtimeOnly(chunk)).map((chunk) => chunk.fileName),
+    // With --split only the entries and the edge load at start; every other chunk loads on demand.
+    chunks.filter((chunk) => chunk.isEntry || chunk.name === 'edge' || (!split && chunk.name === 'command') || runtimeOnly(chunk)).map((chunk) => chunk.fileName),
   );
   for (const chunk of chunks) {
     if (!eager.has(chunk.fileName)) continue;
@@ -216,15 +359,15 @@ export function eagerLoadProblem(output) {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const { values, positionals } = parseArgs({
-    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true }, eager: { type: 'string', multiple: true }, cjs: { type: 'boolean' }, edge: { type: 'boolean' }, 'code-cache': { type: 'boolean' } },
+    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true }, eager: { type: 'string', multiple: true }, cjs: { type: 'boolean' }, edge: { type: 'boolean' }, 'code-cache': { type: 'boolean' }, split: { type: 'boolean' } },
     allowPositionals: true,
   });
   if (!values.entry?.length || positionals.length > 1) {
-    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ...] [--eager PATH ...] [--cjs [--edge [--code-cache]]]\n');
+    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ...] [--eager PATH ...] [--cjs [--edge [--split] [--code-cache]]]\n');
     process.exit(2);
   }
   try {
-    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [], eager: values.eager ?? [], cjs: values.cjs ?? false, edge: values.edge ?? false, codeCache: values['code-cache'] ?? false });
+    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [], eager: values.eager ?? [], cjs: values.cjs ?? false, edge: values.edge ?? false, codeCache: values['code-cache'] ?? false, split: values.split ?? false });
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(1);

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Thin shim: runBin answers --version, guards the streams and loads the command only when needed.
-import module from 'node:module';
-module.enableCompileCache?.();
-const { runBin } = await import('@prun/kit/cli');
-await runBin({ name: 'prun-env-scrub', manifest: new URL('../package.json', import.meta.url), load: () => import('../dist/cli.js') });
+// Thin shim: starts the bundled bin (src/bin.ts with everything it loads, CommonJS files built
+// by `pnpm build`: tools/bundle-bin.mjs --cjs --edge). CommonJS (bin/package.json), so Node reads
+// it synchronously and starts neither its ES module loader nor a thread pool for the start.
+'use strict';
+require('node:module').enableCompileCache?.();
+require('../dist/bundle-bin.cjs');

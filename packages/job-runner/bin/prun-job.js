@@ -1,14 +1,8 @@
 #!/usr/bin/env node
-// Thin shim: everything lives in the built library so the bin starts fast and stays testable.
-import { runBin } from '@prun/kit/cli';
-await runBin({
-  name: 'prun-job',
-  manifest: new URL('../package.json', import.meta.url),
-  versionFlags: ['--version', '-V'],
-  // The original exits 1 when stdout's reader goes away (cli.ts: the result block aside).
-  brokenPipeExitCode: 1,
-  errorLabel: 'error: ',
-  // A run's detached runner (`prun-job __runner JOB_DIR ...`, started by run and resume) loads
-  // its own small entry, not the command line's: it only relays between the control socket and pi.
-  load: () => (process.argv[2] === '__runner' ? import('../dist/runner-main.js') : import('../dist/cli.js')),
-});
+// Thin shim: starts the bundled bin (src/bin.ts with everything it loads, CommonJS files built
+// by `pnpm build`: tools/bundle-bin.mjs --cjs --edge --split). CommonJS (bin/package.json), so
+// Node reads it synchronously and starts neither its ES module loader nor a thread pool for the
+// start. A run's detached runner starts through this same file (`prun-job __runner ...`).
+'use strict';
+require('node:module').enableCompileCache?.();
+require('../dist/bundle-bin.cjs');

@@ -210,7 +210,8 @@ describe('the runner process', () => {
   it('loads only what relaying between the socket and pi needs: no command line, help, declaration or package beyond the kit', async () => {
     const w = fresh();
     // Records every module file the runner loads (and only the runner's: the hooks go in when
-    // the process is a runner).
+    // the process is a runner): ES modules through a load hook, CommonJS files (the bundled bin's
+    // chunks, tools/bundle-bin.mjs) through the reads that require and the code-cache loader make.
     const log = join(w.root, 'runner-modules.log');
     const hooks = join(w.root, 'record-hooks.mjs');
     writeFileSync(
@@ -220,19 +221,36 @@ describe('the runner process', () => {
     const record = join(w.root, 'record.mjs');
     writeFileSync(
       record,
-      `import { register } from 'node:module';\nif (process.argv.includes('__runner')) register(${JSON.stringify(pathToFileURL(hooks).href)});\n`,
+      [
+        `import fs from 'node:fs';`,
+        `import { register } from 'node:module';`,
+        `import { pathToFileURL } from 'node:url';`,
+        `if (process.argv.includes('__runner')) {`,
+        `  register(${JSON.stringify(pathToFileURL(hooks).href)});`,
+        `  const read = fs.readFileSync;`,
+        `  fs.readFileSync = function (path, ...rest) {`,
+        `    if (typeof path === 'string' && path.endsWith('.cjs')) fs.appendFileSync(${JSON.stringify(log)}, pathToFileURL(path).href + '\\n');`,
+        `    return read.call(this, path, ...rest);`,
+        `  };`,
+        `}`,
+      ].join('\n') + '\n',
     );
     const env = { NODE_OPTIONS: `--import=${record}` };
     expect((await w.job(['run', '--background', '--name', 'lean', 'hi'], { env })).code).toBe(0);
     // A steer answered means the runner is up, serving the socket and talking to pi.
     expect((await w.job(['steer', 'lean', 'still there?'])).stdout).toBe('job: lean\nsteer: queued\n');
     const packages = fileURLToPath(new URL('../../', import.meta.url));
-    const loaded = readFileSync(log, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((url) => fileURLToPath(url))
-      .filter((path) => !path.startsWith(w.root))
-      .map((path) => path.slice(packages.length));
+    const loaded = [
+      ...new Set(
+        readFileSync(log, 'utf8')
+          .split('\n')
+          .filter(Boolean)
+          .map((url) => fileURLToPath(url))
+          .filter((path) => !path.startsWith(w.root))
+          .flatMap((path) => bundledModules(path))
+          .map((path) => path.slice(packages.length)),
+      ),
+    ];
     expect(loaded).toContain('job-runner/dist/runner-main.js');
     expect(loaded).toContain('job-runner/dist/runner.js');
     for (const path of loaded) {
@@ -242,6 +260,23 @@ describe('the runner process', () => {
     expect((await w.job(['kill', 'lean'])).stdout).toBe('job: lean\nstatus: killed\n');
   });
 });
+
+/**
+ * The modules a loaded file holds: itself, or for a chunk of the bundled bin (dist/bundle-*.cjs)
+ * the modules rolldown put in it (its `// dist/x.js` region comments; a chunk of one module that
+ * has none is named after it), so that the check below reads the same as for tsc's files.
+ */
+function bundledModules(path: string): string[] {
+  const chunk = /^(.*[\\/]job-runner[\\/]dist)[\\/]bundle-(.+?)(?:-[\w-]{8})?\.cjs$/.exec(path);
+  if (!chunk) return [path];
+  const [, dist, name] = chunk as unknown as [string, string, string];
+  const regions = [...readFileSync(path, 'utf8').matchAll(/^\/\/ ((?:\.\.\/kit\/)?dist\/[\w/.-]+\.js)$/gmu)].map((match) => join(dist, '..', match[1]!));
+  if (regions.length > 0) return regions;
+  // The loader and rolldown's runtime helpers are the bundle's own; the edge chunk is kit's runBin.
+  if (name === 'load' || name === 'rolldown-runtime') return [];
+  if (name === 'edge') return [join(dist, '..', '..', 'kit', 'dist', 'cli', 'index.js')];
+  return [join(dist, `${name}.js`)];
+}
 
 describe('an error thrown in one of the runner\'s event callbacks', () => {
   it('records failed with runner.log, stops pi and releases the lock', async () => {

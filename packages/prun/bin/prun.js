@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// Thin shim: kit's runBin closes the debugger door, guards the streams, answers --version and
-// loads the built command; a failure that is no CliError ends in its one catch (exit 70).
-import module from 'node:module';
-module.enableCompileCache?.();
-const { runBin } = await import('@prun/kit/cli');
-await runBin({ name: 'prun', manifest: new URL('../package.json', import.meta.url), load: () => import('../dist/cli.js') });
+// Thin shim: starts the bundled bin (src/bin.ts with everything it loads, CommonJS files built
+// by `pnpm build`: tools/bundle-bin.mjs --cjs --edge --split). CommonJS (bin/package.json), so
+// Node reads it synchronously and starts neither its ES module loader nor a thread pool for the
+// start; a subcommand loads only its own command's chunks.
+'use strict';
+require('node:module').enableCompileCache?.();
+require('../dist/bundle-bin.cjs');

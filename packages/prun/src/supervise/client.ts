@@ -9,7 +9,9 @@ import { signalExitCode } from '@prun/kit/cli';
 import { processStartTime } from '../units.js';
 import { lineSplitter, readHostedRecord, supervisorPaths, supervisorsRoot, type EndNotice, type StartRequest, type SupervisorIdentity } from './records.js';
 
-const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
+// The supervisor's entry (main.ts) as `pnpm build` bundles it into CommonJS (tools/bundle-bin.mjs
+// --entry supervise/main): one Node start without the ES module loader, per batch.
+const MAIN = fileURLToPath(new URL('../bundle-supervise-main.cjs', import.meta.url));
 
 /** How long the driver waits at its end for its idle supervisor to exit. */
 const CLOSE_WAIT_MS = 5000;

@@ -40,12 +40,14 @@ export function importedPackages(dir, { types = false } = {}) {
       else if ((types ? /\.d\.(m|c)?ts$/u : /\.(m?js|cjs)$/u).test(entry.name)) {
         const text = readFileSync(full, 'utf8');
         // Statement-level imports and re-exports as tsc emits them, bare side-effect imports,
-        // and dynamic import() with a literal specifier.
+        // dynamic import() with a literal specifier, and a synchronous load through
+        // createRequire(import.meta.url)('name') (prun's plan loads yaml only for a YAML plan).
         const specifiers = [
           /^\s*(?:import|export)\s[^;'"]*?\bfrom\s*(['"])([^'"\n]+)\1/gmu,
           /\bimport\(\s*(['"])([^'"\n]+)\1\s*\)\.\w/gu,
           /^\s*import\s*(['"])([^'"\n]+)\1/gmu,
           /\bimport\(\s*(['"])([^'"\n]+)\1\s*\)/gu,
+          /\bcreateRequire\([^()]*\)\(\s*(['"])([^'"\n]+)\1\s*\)/gu,
         ].flatMap((pattern) => [...text.matchAll(pattern)]);
         for (const [, , spec] of specifiers) {
           if (spec.startsWith('.') || spec.startsWith('/') || spec.startsWith('node:') || spec.startsWith('#')) continue;

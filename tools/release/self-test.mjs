@@ -45,6 +45,10 @@ export function selfTest() {
     assert.match(problems({ ...good, dependencies: { ...good.dependencies, '@prun/b': 'workspace:*' } }).join('\n'), /@prun\/b is workspace:\*, should be \^2\.0\.0/u);
     assert.match(problems({ ...good, dependencies: { ...good.dependencies, execa: '9.6.1' } }).join('\n'), /declares execa but its built code never imports it/u);
     assert.match(problems({ ...good, dependencies: { '@prun/b': '^2.0.0', yaml: '2.9.1' } }).join('\n'), /imports zod but does not declare it/u);
+    // A package loaded synchronously through createRequire is imported too.
+    writeFileSync(join(dir, 'dist', 'index.js'), "import { createRequire } from 'node:module';\nimport { z } from 'zod';\nimport { x } from '@prun/b';\nconst yaml = createRequire(import.meta.url)('yaml');\n");
+    assert.deepEqual(problems(good), []);
+    writeFileSync(join(dir, 'dist', 'index.js'), "import { z } from 'zod';\nimport { x } from '@prun/b';\nconst later = () => import('yaml');\n");
     assert.match(problems({ ...good, files: ['dist', 'src'] }).join('\n'), /files entry src ships something that does not run/u);
     assert.match(problems({ ...good, repository: { type: 'git', url: 'https://example.invalid/prun.git' } }).join('\n'), /repository should be/u);
     assert.match(problems({ ...good, dependencies: { ...good.dependencies, zod: '4.0.0' } }).join('\n'), /zod@4\.0\.0 is not in the local registry's mirror/u);

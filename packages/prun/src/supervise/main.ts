@@ -1,9 +1,9 @@
-// Entry of the batch supervisor process (`node dist/supervise/main.js`, started by prun batch;
-// see supervisor.ts). A shim like the bins': the compile cache first, then kit's runBin, whose
-// one catch makes any failure one line in the supervisors' log and exit 70 (the stack only
-// when PRUN_DEBUG asks), and which ends the process once the supervisor is done. No top-level
-// await, so the file can also be bundled into CommonJS (tools/bundle-bin.mjs): runBin never
-// rejects, and the pending work keeps the process alive.
+// Entry of the batch supervisor process (see supervisor.ts). prun batch starts it as
+// `node dist/bundle-supervise-main.cjs`, the CommonJS bundle `pnpm build` makes of this file
+// (tools/bundle-bin.mjs), so it has no top-level await. A shim like the bins': the compile cache
+// first, then kit's runBin, whose one catch makes any failure one line in the supervisors' log
+// and exit 70 (the stack only when PRUN_DEBUG asks), and which ends the process once the
+// supervisor is done; runBin never rejects, and the pending work keeps the process alive.
 import module from 'node:module';
 
 // Typed by hand: the pinned @types/node predates it (Node 22.1; absent on Node 20, hence `?.`).

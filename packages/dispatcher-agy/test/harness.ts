@@ -3,7 +3,7 @@
  * (own TMPDIR for state dirs, own HOME so quota never touches the real ~/.claude).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +11,16 @@ import { fileURLToPath } from 'node:url';
 export const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
 export const BIN = join(PACKAGE_DIR, 'bin', 'prun-dispatch-agy.js');
 export const FAKE_AGY = fileURLToPath(new URL('../../../tools/fake-agy/fake-agy', import.meta.url));
+
+/**
+ * An agy at `path` that runs the shell `step` before it is fake agy for the task itself; the
+ * preflight's `--version` and `models` and a quota refresh (`-p /usage`) go straight to fake agy.
+ */
+export function agyWithStep(path: string, step: string): string {
+  writeFileSync(path, ['#!/bin/sh', `case "$*" in --version|models|*/usage*) exec "${FAKE_AGY}" "$@";; esac`, step, `exec "${FAKE_AGY}" "$@"`, ''].join('\n'));
+  chmodSync(path, 0o755);
+  return path;
+}
 
 export const WORKER_RESULT_TEXT =
   '# unit_a result\nConclusion: worker-written\nFiles: none\nOpen items: none\nVerification: mock\n\n| row | value |\n|---|---|\n| a | 1 |\n';

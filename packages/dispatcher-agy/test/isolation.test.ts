@@ -13,7 +13,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { fallbackReason, parseResultSummary } from '@prun/unit-state';
 import { busyRefusalDir, isBusyRefusal } from '../src/index.js';
 import { planLaunch } from '../src/isolation.js';
-import { FAKE_AGY, PACKAGE_DIR, type RunResult, readState, rootPool, waitFor } from './harness.js';
+import { FAKE_AGY, PACKAGE_DIR, type RunResult, agyWithStep, readState, rootPool, waitFor } from './harness.js';
 
 const pool = rootPool();
 afterAll(() => pool.cleanup());
@@ -95,18 +95,10 @@ describe.concurrent('a hostile worker', () => {
     async () => {
       const root = pool.root();
       const report = join(root.dir, 'uncover.txt');
-      const agy = join(root.dir, 'agy-uncover');
-      writeFileSync(
-        agy,
-        [
-          '#!/bin/sh',
-          `case "$*" in --version|models|*/usage*) exec "${FAKE_AGY}" "$@";; esac`,
-          `{ umount -l /proc && echo "umount: ok"; ls /proc | grep -c '^[0-9]'; cat /proc/[0-9]*/environ; } > "${report}" 2>&1`,
-          `exec "${FAKE_AGY}" "$@"`,
-          '',
-        ].join('\n'),
+      const agy = agyWithStep(
+        join(root.dir, 'agy-uncover'),
+        `{ umount -l /proc && echo "umount: ok"; ls /proc | grep -c '^[0-9]'; cat /proc/[0-9]*/environ; } > "${report}" 2>&1`,
       );
-      chmodSync(agy, 0o755);
       const run = await root.run({ env: { PRUN_ISOLATE: 'pid', ANTIGRAVITY_BIN: agy, ...SECRETS } });
       expect(run.code).toBe(0);
       expect(existsSync(report)).toBe(true);

@@ -7,7 +7,7 @@
  * from the plan (perl's Config, asked once), not from loading Config at every start.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import {
@@ -20,7 +20,7 @@ import {
   resolveLaunchTools,
   type LaunchPlan,
 } from '../src/isolation.js';
-import { FAKE_AGY, processRunning, readState, rootPool, waitFor } from './harness.js';
+import { agyWithStep, processRunning, readState, rootPool, waitFor } from './harness.js';
 
 const pool = rootPool();
 afterAll(() => pool.cleanup());
@@ -127,19 +127,8 @@ describe('a dispatch', () => {
   test.skipIf(process.platform !== 'linux' || !isAbsolute(tools.perl))('without isolation, the keeper adopts the tree\'s orphans (it is a child subreaper) and kills them', async () => {
     const root = pool.root();
     const orphanFile = join(root.dir, 'orphan.pid');
-    const agy = join(root.dir, 'agy-orphan');
-    writeFileSync(
-      agy,
-      [
-        '#!/bin/sh',
-        `case "$*" in --version|models|*/usage*) exec "${FAKE_AGY}" "$@";; esac`,
-        // A subshell starts a sleeper and exits at once: the sleeper is orphaned.
-        `( sleep 300 & echo $! > "${orphanFile}.tmp"; mv "${orphanFile}.tmp" "${orphanFile}" )`,
-        `exec "${FAKE_AGY}" "$@"`,
-        '',
-      ].join('\n'),
-    );
-    chmodSync(agy, 0o755);
+    // A subshell starts a sleeper and exits at once: the sleeper is orphaned.
+    const agy = agyWithStep(join(root.dir, 'agy-orphan'), `( sleep 300 & echo $! > "${orphanFile}.tmp"; mv "${orphanFile}.tmp" "${orphanFile}" )`);
     let dispatcher = 0;
     const running = root.run({ env: { PRUN_ISOLATE: 'off', ANTIGRAVITY_BIN: agy, FAKE_AGY_HANG: '1' }, onSpawn: (pid) => (dispatcher = pid) });
     let stateDir = '';

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { dispatchReasonLine, isRunning } from '../src/units.js';
 import { hardOpenFilesLimit, openFilesProblem } from '../src/supervise/limits.js';
 import { supervisorPaths } from '../src/supervise/records.js';
-import { agyCalls, handedOver, latestStatus, ledger, openGate, planUnit, prun, prunBin, repoRoot, sandbox, waitFor, workerStarts, type Sandbox } from './helpers.js';
+import { agyCalls, handedOver, latestStatus, ledger, openGate, planUnit, prun, prunBin, repoRoot, sandbox, waitFor, workerStarts, writePlan, type Sandbox } from './helpers.js';
 
 const DISPATCHER = join(repoRoot, 'packages/dispatcher-agy/bin/prun-dispatch-agy.js');
 /** fake agy itself, not the by-prompt fixture: the `/usage` query is then one process, the one a refresh starts. */
@@ -52,7 +52,7 @@ describe('a quota refresh dies with its host (review15)', () => {
     box = refreshingBox();
     const work = join(box.root, 'work');
     mkdirSync(work);
-    writeFileSync(join(work, 'plan.json'), JSON.stringify({ units: [{ id: 'q1', prompt: 'do the work', model: GATED_MODEL }] }));
+    writePlan(work, [{ id: 'q1', prompt: 'do the work', model: GATED_MODEL }]);
     const dir = join(work, 'fanout');
     const run = prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: work });
     await waitFor(() => existsSync(dir) && handedOver(dir, 'q1') && usageQueries(box!.logDir).length === 1, 'the unit\'s /usage refresh to start');
@@ -89,7 +89,7 @@ describe('a unit whose supervisor died says so (review15)', () => {
     const work = join(box.root, 'work');
     mkdirSync(work);
     const units = ['h1', 'h2'].map((id) => ({ id, prompt: `UNIT-ID:${id} do the work [[agy HANG=1]]`, model: 'fake-model-x' }));
-    writeFileSync(join(work, 'plan.json'), JSON.stringify({ units: [...units, { id: 'next', prompt: 'UNIT-ID:next do the work', model: 'fake-model-x', depends_on: [] }] }));
+    writePlan(work, [...units, { id: 'next', prompt: 'UNIT-ID:next do the work', model: 'fake-model-x', depends_on: [] }]);
     const dir = join(work, 'fanout');
     const run = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '2'], { env: box.env, cwd: work });
     await waitFor(() => existsSync(dir) && handedOver(dir, 'h1') && handedOver(dir, 'h2') && Object.keys(workerStarts(box!.logDir)).length === 2, 'two hanging workers');
@@ -125,7 +125,7 @@ describe('prun status of a unit that ended while no driver watched (review15)', 
     box = sandbox();
     const work = join(box.root, 'work');
     mkdirSync(work);
-    writeFileSync(join(work, 'plan.json'), JSON.stringify({ units: [planUnit('u1', '[[gate one]]'), planUnit('u2', '[[gate two]]')] }));
+    writePlan(work, [planUnit('u1', '[[gate one]]'), planUnit('u2', '[[gate two]]')]);
     const dir = join(work, 'fanout');
     const run = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '2'], { env: box.env, cwd: work });
     await waitFor(() => existsSync(dir) && handedOver(dir, 'u1') && handedOver(dir, 'u2') && Object.keys(workerStarts(box!.logDir)).length === 2, 'two units running');
@@ -169,7 +169,7 @@ describe('--jobs within the open-file limit (review15)', () => {
     box = sandbox();
     const work = join(box.root, 'work');
     mkdirSync(work);
-    writeFileSync(join(work, 'plan.json'), JSON.stringify({ units: Array.from({ length: 50 }, (_, i) => planUnit(`u${i}`)) }));
+    writePlan(work, Array.from({ length: 50 }, (_, i) => planUnit(`u${i}`)));
     const refused = await prunUnderLimit(200, ['batch', 'plan.json', '--dir', 'fanout', '--jobs', '50'], work);
     expect(refused.exitCode).toBe(2);
     expect(String(refused.stderr)).toBe(
@@ -178,7 +178,7 @@ describe('--jobs within the open-file limit (review15)', () => {
     expect(existsSync(join(work, 'fanout'))).toBe(false);
     expect(workerStarts(box.logDir)).toEqual({});
     // --jobs beyond the plan's units costs nothing: three units under the same limit run.
-    writeFileSync(join(work, 'small.json'), JSON.stringify({ units: ['a', 'b', 'c'].map((id) => planUnit(id)) }));
+    writePlan(work, ['a', 'b', 'c'].map((id) => planUnit(id)), 'small.json');
     const small = await prunUnderLimit(200, ['batch', 'small.json', '--dir', 'small', '--jobs', '50'], work);
     expect(small.exitCode, String(small.stderr)).toBe(0);
     expect(latestStatus(join(work, 'small'))).toEqual({ a: 'done', b: 'done', c: 'done' });

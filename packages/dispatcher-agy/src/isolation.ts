@@ -6,17 +6,23 @@
  *
  * The launch chain, outermost first:
  *   setpriv --pdeathsig KILL   the kernel kills the chain when the dispatcher dies (any way)
- *   perl LAUNCHER              checks the dispatcher is still its parent, takes the directory
- *                              lock the whole worker tree then holds, reports on fd 3
+ *   perl LAUNCHER              checks the dispatcher is still its parent, reports on fd 3;
+ *                              without isolation it takes the directory lock itself
  *   unshare ... --kill-child   (isolation) a new PID namespace with its own /proc; its child
  *                              dies with it
  *   setpriv --no-new-privs ... (isolation) drops every capability once /proc is mounted: with
  *                              CAP_SYS_ADMIN (root, or any uid inside a user namespace) the
  *                              worker could unmount its /proc and see the host's again
- *   perl INIT                  (isolation) PID 1 of the namespace: starts agy as PID 2, reports
- *                              its exact exit status on fd 3; when it exits the kernel kills
- *                              every process left in the namespace, setsid'd ones included
+ *   perl INIT                  (isolation) PID 1 of the namespace: says `ready`, waits for the
+ *                              worker's directory and command on stdin, takes the directory
+ *                              lock the whole worker tree then holds, starts agy as PID 2 in
+ *                              that directory, reports its exact exit status on fd 3; when it
+ *                              exits the kernel kills every process left in the namespace,
+ *                              setsid'd ones included
  *   agy ...
+ * An isolated chain is started before the state directory exists (parked at the init's `ready`):
+ * for a process's first unit its `ready` is the isolation probe, so a standalone dispatch starts
+ * one chain, not a probe chain and then the worker's (README, "Isolation and no orphans").
  * Without isolation the launcher stays as agy's keeper (a subreaper that kills the whole tree
  * when agy exits or the dispatcher dies), and agy runs in a process group of its own.
  */
@@ -106,12 +112,25 @@ function located(words: readonly string[], program: string): string[] {
 }
 
 /**
- * The launcher. argv: dispatcher pid, directory to lock, prctl's system call number (0: not
- * known; only the keeper uses it), N, N words of wrapper (unshare ... perl -e INIT), then the
- * worker command. Status lines on fd 3: `busy`, `lock-error <why>`,
- * `locked`, `exec-failed <why>`.
+ * Perl that takes the exclusive, non-blocking lock on `$lockdir` for the worker tree (the
+ * keeper's launcher, or the namespace's init), reporting `lock-error`, `busy` or `locked` on
+ * `$status`. Uses `cloexec` (each script defines it) and no module.
+ */
+const TAKE_DIRECTORY_LOCK = `my ($dir, $lock);
+unless (opendir($dir, $lockdir) && open($lock, '<&=', fileno($dir))) { print $status "lock-error $!\\n"; exit 122; }
+unless (flock($lock, 2 | 4)) { print $status "busy\\n"; exit 123; }
+# Every process of the worker tree inherits the lock: it is free again only when all are gone.
+cloexec($lock, 0);
+print $status "locked\\n";
+`;
+
+/**
+ * The launcher. argv: dispatcher pid, directory to lock (empty with a wrapper), prctl's system
+ * call number (0: not known; only the keeper uses it), N, N words of wrapper (unshare ... perl
+ * -e INIT), then the worker command (none with a wrapper: the init reads it). Status lines on
+ * fd 3: `busy`, `lock-error <why>`, `locked`, `exec-failed <why>`.
  *
- * With a wrapper it execs it (the namespace does the rest). Without one it stays as the
+ * With a wrapper it execs it (the namespace does the rest, the lock included). Without one it stays as the
  * worker's keeper: a child subreaper (orphans of the tree become its children) that starts agy
  * in a process group of its own, relays SIGTERM/SIGINT/SIGHUP to it, kills the whole tree on
  * SIGUSR2 (the dispatcher's "kill now"; the worker could always kill itself anyway), when agy exits (what it left behind, setsid'd or not),
@@ -132,13 +151,8 @@ my @wrap = splice(@ARGV, 0, $n);
 # The parent-death signal is armed before this program runs; a dispatcher that died earlier is
 # no longer our parent, and then nothing may start.
 exit 121 if getppid() != $dispatcher;
-my ($dir, $lock);
-unless (opendir($dir, $lockdir) && open($lock, '<&=', fileno($dir))) { print $status "lock-error $!\\n"; exit 122; }
-unless (flock($lock, 2 | 4)) { print $status "busy\\n"; exit 123; }
-# Every process of the worker tree inherits the lock: it is free again only when all are gone.
-cloexec($lock, 0);
-print $status "locked\\n";
 if (@wrap) {
+  # The namespace's init takes the directory lock once it knows the directory (INIT).
   # unshare (the namespace's parent) must not die of a SIGHUP meant for agy; INIT restores it.
   $SIG{HUP} = 'IGNORE';
   cloexec($status, 0);
@@ -146,7 +160,7 @@ if (@wrap) {
   print $status "exec-failed $!\\n";
   exit 127;
 }
-
+${TAKE_DIRECTORY_LOCK}
 # POSIX is not loaded (setpgrp is setpgid, and WNOHANG is 1 on every Linux architecture), nor
 # Config: prctl's number, which differs by architecture, comes from the dispatcher, which asked
 # this perl's Config once (loading Config here cost about 5 ms of CPU at every keeper start).
@@ -216,22 +230,38 @@ exit 0;
 /**
  * PID 1 of the worker's namespace. It ignores signals it has no handler for (the kernel's rule
  * for an init), so agy runs as its child, where signals act as usual. Status lines on fd 3:
+ * `ready` (then it waits for `initHeader` on stdin), `busy`, `lock-error <why>`, `locked`,
  * `started`, `exec-failed <why>`, then `exit N` or `signal N`.
  */
 export const INIT_SCRIPT = `
-# No pragma or module (see the launcher): F_GETFD 1, F_SETFD 2 and FD_CLOEXEC 1 on every Linux.
+# No pragma or module (see the launcher): F_GETFD 1, F_SETFD 2 and FD_CLOEXEC 1 on every Linux;
+# LOCK_EX 2, LOCK_NB 4.
 open(my $status, '>&=', 3) or exit 120;
 { my $old = select($status); $| = 1; select($old); }
+sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, 1, 0); fcntl($fh, 2, $on ? ($f | 1) : ($f & ~1)); }
 $SIG{HUP} = 'DEFAULT';
 $SIG{PIPE} = 'IGNORE';
+# The namespace is made and no capability is left: the chain can run a worker (the isolation
+# probe's answer). The worker's directory and command follow on stdin: a byte count, a newline,
+# then the directory and each word, NUL-separated. Read unbuffered and exactly, so what follows
+# on stdin (the prompt) is agy's. End of input first: the dispatch ended before its launch.
+print $status "ready\\n";
+my ($len, $c) = ('', '');
+while (1) { exit 0 unless sysread(STDIN, $c, 1); last if $c eq "\\n"; $len .= $c; exit 124 if length($len) > 12; }
+exit 124 unless $len =~ /^\\d+$/;
+my $head = '';
+while (length($head) < $len) { exit 0 unless sysread(STDIN, $head, $len - length($head), length($head)); }
+my ($lockdir, @cmd) = split(/\\0/, $head, -1);
+exit 124 unless @cmd;
+${TAKE_DIRECTORY_LOCK}unless (chdir($lockdir)) { print $status "exec-failed chdir $lockdir: $!\\n"; exit 127; }
 pipe(my $er, my $ew) or do { print $status "exec-failed pipe: $!\\n"; exit 127; };
 my $pid = fork();
 unless (defined $pid) { print $status "exec-failed fork: $!\\n"; exit 127; }
 if ($pid == 0) {
   $SIG{PIPE} = 'DEFAULT';
   close($er);
-  my $f = fcntl($status, 1, 0); fcntl($status, 2, $f | 1);
-  exec { $ARGV[0] } @ARGV;
+  cloexec($status, 1);
+  exec { $cmd[0] } @cmd;
   print $ew "$!"; close($ew);
   exit 127;
 }
@@ -245,6 +275,15 @@ while (1) { my $w = waitpid(-1, 0); if ($w == $pid) { $st = $?; last; } last if 
 if ($st & 127) { print $status "signal ", ($st & 127), "\\n"; } else { print $status "exit ", ($st >> 8), "\\n"; }
 exit 0;
 `;
+
+/**
+ * What the init reads on stdin before it starts agy: the byte count, a newline, then the
+ * directory (locked, and agy's working directory) and the command's words, NUL-separated.
+ */
+export function initHeader(lockDir: string, command: readonly string[]): Buffer {
+  const body = Buffer.from([lockDir, ...command].join('\0'), 'utf8');
+  return Buffer.concat([Buffer.from(`${body.length}\n`, 'ascii'), body]);
+}
 
 const PID_NAMESPACE_FLAGS = ['--pid', '--fork', '--mount-proc', '--kill-child'];
 
@@ -274,8 +313,15 @@ export interface ProbeResult {
 }
 export type ProbeRun = (argv: readonly string[]) => ProbeResult;
 export type AsyncProbeRun = (argv: readonly string[]) => Promise<ProbeResult>;
+/**
+ * Answers the first probe (does the isolated chain run here?) by starting the worker's own
+ * chain with `plan`, parked at its init's `ready`, instead of a chain that only runs
+ * `perl -e 'exit 0'`: ok once the init is ready (the caller keeps that chain for its worker).
+ */
+export type ChainProbe = (plan: LaunchPlan) => Promise<ProbeResult>;
 
-const PROBE_TIMEOUT_MS = 5000;
+/** How long a probe (or a parked chain's `ready`) may take. */
+export const PROBE_TIMEOUT_MS = 5000;
 
 function probeOutcome(
   error: Error | undefined,
@@ -311,37 +357,48 @@ export function asyncProbe(env: NodeJS.ProcessEnv): AsyncProbeRun {
 }
 
 /**
+ * One probe: the command to run; `chain`, when set, is the plan whose isolated chain that
+ * command stands for (a ChainProbe may answer it by starting that chain itself).
+ */
+interface ProbeStep {
+  argv: readonly string[];
+  chain?: LaunchPlan;
+}
+
+/**
  * The decision, as a sequence of probes: each `yield` is a command to try, answered with its
  * result; the return value is the plan. The usual case costs one probe process chain
- * (setpriv, unshare, perl together); only a failure asks the parts one by one.
+ * (setpriv, unshare, perl together), which a dispatch answers with its worker's own chain
+ * (ChainProbe); only a failure asks the parts one by one.
  */
 function* planSteps(
   setting: IsolationSetting,
   platform: NodeJS.Platform,
   isRoot: boolean,
   tools: LaunchTools,
-): Generator<readonly string[], LaunchPlan, ProbeResult> {
+): Generator<ProbeStep, LaunchPlan, ProbeResult> {
   const perl = [tools.perl, '-e', 'exit 0'];
   const drop = located(DROP_CAPABILITIES, tools.setpriv);
   const candidates = unshareCandidates(isRoot);
   if (platform === 'linux' && setting !== 'off') {
     const first = candidates[0]!;
-    if ((yield diesWithParent([...located(first, tools.unshare), '--', ...drop, ...perl], 'KILL', tools)).ok) {
-      return { isolation: { kind: 'pid', unshare: first }, parentDeath: true, launcher: true, tools };
+    const isolated: LaunchPlan = { isolation: { kind: 'pid', unshare: first }, parentDeath: true, launcher: true, tools };
+    if ((yield { argv: diesWithParent([...located(first, tools.unshare), '--', ...drop, ...perl], 'KILL', tools), chain: isolated }).ok) {
+      return isolated;
     }
   }
   // Whether perl runs at all, and (for a keeper) prctl's number for this perl's architecture.
-  const perlProbe = platform === 'linux' ? yield [tools.perl, '-e', PERL_ARCHNAME] : null;
+  const perlProbe = platform === 'linux' ? yield { argv: [tools.perl, '-e', PERL_ARCHNAME] } : null;
   const launcher = perlProbe?.ok === true;
   const prctlSyscall = launcher ? prctlSyscallFor(perlProbe.stdout) : 0;
-  const parentDeath = launcher && (yield diesWithParent(perl, 'TERM', tools)).ok;
+  const parentDeath = launcher && (yield { argv: diesWithParent(perl, 'TERM', tools) }).ok;
   const base = { parentDeath, launcher, tools, prctlSyscall };
   if (setting === 'off') return { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, ...base };
   if (platform !== 'linux') return { isolation: { kind: 'none', reason: `PID namespaces need Linux (this is ${platform})` }, ...base };
   if (!launcher) return { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, ...base };
   const failures: string[] = [];
   for (const unshare of candidates) {
-    const probe = yield [...located(unshare, tools.unshare), '--', ...drop, ...perl];
+    const probe = yield { argv: [...located(unshare, tools.unshare), '--', ...drop, ...perl] };
     if (probe.ok) return { isolation: { kind: 'pid', unshare }, ...base };
     failures.push(probe.why);
   }
@@ -359,21 +416,28 @@ export function planLaunch(
 ): LaunchPlan {
   const steps = planSteps(setting, platform, isRoot, tools);
   let step = steps.next();
-  while (!step.done) step = steps.next(run(step.value));
+  while (!step.done) step = steps.next(run(step.value.argv));
   return step.value;
 }
 
-/** `planLaunch` with probes that do not block the event loop. */
+/**
+ * `planLaunch` with probes that do not block the event loop; with `chainProbe`, the isolated
+ * chain's probe is answered by it (the dispatch's own worker chain) instead of a probe chain.
+ */
 export async function planLaunchAsync(
   setting: IsolationSetting,
   platform: NodeJS.Platform,
   isRoot: boolean,
   run: AsyncProbeRun,
   tools: LaunchTools = BARE_TOOLS,
+  chainProbe?: ChainProbe,
 ): Promise<LaunchPlan> {
   const steps = planSteps(setting, platform, isRoot, tools);
   let step = steps.next();
-  while (!step.done) step = steps.next(await run(step.value));
+  while (!step.done) {
+    const { argv, chain } = step.value;
+    step = steps.next(await (chain !== undefined && chainProbe !== undefined ? chainProbe(chain) : run(argv)));
+  }
   return step.value;
 }
 
@@ -381,15 +445,23 @@ export async function planLaunchAsync(
  * What this machine gives does not change while a process runs: one probe per setting and
  * PATH (where setpriv, unshare and perl are found), however many units the process runs. A
  * probe that found no namespace is not kept (a failed fork under load must not leave every
- * later unit of a long-lived host unisolated): the next unit probes again.
+ * later unit of a long-lived host unisolated): the next unit probes again. The unit whose
+ * plan is probed may answer the isolated chain's probe with its own chain (`chainProbe`); a
+ * unit that finds the plan made has no probe to answer.
  */
 const plans = new Map<string, Promise<LaunchPlan>>();
 
-export function cachedLaunchPlan(setting: IsolationSetting, platform: NodeJS.Platform, isRoot: boolean, env: NodeJS.ProcessEnv): Promise<LaunchPlan> {
+export function cachedLaunchPlan(
+  setting: IsolationSetting,
+  platform: NodeJS.Platform,
+  isRoot: boolean,
+  env: NodeJS.ProcessEnv,
+  chainProbe?: ChainProbe,
+): Promise<LaunchPlan> {
   const key = `${setting}\0${isRoot}\0${env['PATH'] ?? ''}`;
   let plan = plans.get(key);
   if (plan === undefined) {
-    plan = planLaunchAsync(setting, platform, isRoot, asyncProbe(env), resolveLaunchTools(env));
+    plan = planLaunchAsync(setting, platform, isRoot, asyncProbe(env), resolveLaunchTools(env), chainProbe);
     plans.set(key, plan);
     void plan.then((decided) => {
       if (setting !== 'off' && decided.isolation.kind !== 'pid') plans.delete(key);
@@ -417,18 +489,34 @@ export interface LaunchInput {
   command: readonly string[];
 }
 
-/** The command line that starts the worker under `plan`. */
+/** Whether `plan` starts the worker through a namespace init, which takes its directory and command on stdin (`initHeader`). */
+export function parksAtInit(plan: LaunchPlan): boolean {
+  return plan.launcher && plan.isolation.kind === 'pid';
+}
+
+/**
+ * The isolated chain up to its init, without the worker: the init says `ready` and then reads
+ * the worker's directory and command on stdin (`initHeader`).
+ */
+export function isolatedChainArgv(plan: LaunchPlan, dispatcherPid: number): string[] {
+  if (!parksAtInit(plan) || plan.isolation.kind !== 'pid') throw new Error('isolatedChainArgv: the plan has no isolated chain');
+  const tools = plan.tools ?? BARE_TOOLS;
+  const wrap = [...located(plan.isolation.unshare, tools.unshare), '--', ...located(DROP_CAPABILITIES, tools.setpriv), tools.perl, '-e', INIT_SCRIPT, '--'];
+  const launcher = [tools.perl, '-e', LAUNCHER_SCRIPT, '--', String(dispatcherPid), '', '0', String(wrap.length), ...wrap];
+  return plan.parentDeath ? diesWithParent(launcher, 'KILL', tools) : launcher;
+}
+
+/**
+ * The command line that starts the worker under `plan`: an isolated chain (`isolatedChainArgv`,
+ * the command then goes to its init on stdin), the keeper's chain, or the command alone.
+ */
 export function launchArgv(plan: LaunchPlan, input: LaunchInput): string[] {
   if (!plan.launcher) return [...input.command];
+  if (parksAtInit(plan)) return isolatedChainArgv(plan, input.dispatcherPid);
   const tools = plan.tools ?? BARE_TOOLS;
-  const wrap =
-    plan.isolation.kind === 'pid'
-      ? [...located(plan.isolation.unshare, tools.unshare), '--', ...located(DROP_CAPABILITIES, tools.setpriv), tools.perl, '-e', INIT_SCRIPT, '--']
-      : [];
-  const prctl = plan.isolation.kind === 'none' ? String(plan.prctlSyscall ?? 0) : '0';
-  const launcher = [tools.perl, '-e', LAUNCHER_SCRIPT, '--', String(input.dispatcherPid), input.lockDir, prctl, String(wrap.length), ...wrap, ...input.command];
+  const prctl = String(plan.prctlSyscall ?? 0);
+  const launcher = [tools.perl, '-e', LAUNCHER_SCRIPT, '--', String(input.dispatcherPid), input.lockDir, prctl, '0', ...input.command];
   // The keeper (no namespace) must clean up when the dispatcher dies, so it gets a signal it
-  // can handle; in a namespace, SIGKILL to unshare ends everything.
-  const deathSignal = plan.isolation.kind === 'pid' ? 'KILL' : 'TERM';
-  return plan.parentDeath ? diesWithParent(launcher, deathSignal, tools) : launcher;
+  // can handle; in a namespace (isolatedChainArgv), SIGKILL to unshare ends everything.
+  return plan.parentDeath ? diesWithParent(launcher, 'TERM', tools) : launcher;
 }

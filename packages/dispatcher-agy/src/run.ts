@@ -8,7 +8,7 @@ import { CliError, packageVersion, signalExitCode } from '@prun/kit/cli';
 import { removeStaleTemps } from '@prun/kit/fs';
 import { constants as osConstants } from 'node:os';
 import { dirname, join } from 'node:path';
-import { formatWithheld, scrubEnv } from '@prun/env-scrub';
+import { formatWithheld, scrubEnv, type ScrubResult } from '@prun/env-scrub';
 import {
   DEFAULT_MODEL,
   allowResolution,
@@ -50,7 +50,7 @@ import {
   stdinPayload,
   type WorkerEnd,
 } from './decide.js';
-import { cachedLaunchPlan, diesWithParent, isolationRecord, type LaunchPlan } from './isolation.js';
+import { cachedLaunchPlan, diesWithParent, isolationRecord, parksAtInit, type ChainProbe, type LaunchPlan, type ProbeResult } from './isolation.js';
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
 import { MESSAGE_PREFIX, PUBLISH_TAG, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
@@ -123,7 +123,14 @@ class Dispatch {
   plan: LaunchPlan | null = null;
   /** The preflight commands running now (`--version` and `models` run at once). */
   readonly helpers = new Set<ChildProcess>();
+  /**
+   * The worker's isolated chain, started before the state directory and parked at its init's
+   * `ready` until `runWorker` gives it the worker (README, "Isolation and no orphans").
+   */
+  parked: WorkerProcess | null = null;
   worker: WorkerProcess | null = null;
+  /** The worker's scrubbed environment (README "How it works", step 8), made before the probe. */
+  scrubbed: ScrubResult | null = null;
   interruptedBy: NodeJS.Signals | null = null;
   deadlineHit = false;
   killTimer: NodeJS.Timeout | null = null;
@@ -320,9 +327,43 @@ export async function runDispatch(options: UnitOptions, bin: BinHooks | null): P
     return code;
   } finally {
     if (run.killTimer !== null) clearTimeout(run.killTimer);
+    // A chain parked for a worker that never started must not stay (a no-op once it got one).
+    run.parked?.abandon();
     run.settle();
     unsubscribe();
   }
+}
+
+/**
+ * Start the worker's isolated chain under `plan` now, parked until its worker is known; null
+ * when even the spawn failed (the launch then fails as it would have).
+ */
+function parkChain(run: Dispatch, plan: LaunchPlan, env: Record<string, string>, cwd: string): WorkerProcess | null {
+  try {
+    run.parked = WorkerProcess.park({ plan, env, cwd, dispatcherPid: process.pid }, osConstants.signals);
+  } catch {
+    run.parked = null;
+  }
+  return run.parked;
+}
+
+/**
+ * The isolation probe answered by the unit's own chain: ready means the namespace is made and
+ * the capabilities are dropped, as the probe's `perl -e 'exit 0'` in the chain's place showed;
+ * the chain then stays parked for the worker. One not ready is gone, and the plan's other
+ * probes decide as before.
+ */
+function chainProbeFor(run: Dispatch, env: Record<string, string>, cwd: string): ChainProbe {
+  return async (plan: LaunchPlan): Promise<ProbeResult> => {
+    const chain = parkChain(run, plan, env, cwd);
+    if (chain === null) return { ok: false, why: '', stdout: '' };
+    const result = await chain.readyInTime();
+    if (!result.ok) {
+      chain.abandon();
+      if (run.parked === chain) run.parked = null;
+    }
+    return result;
+  };
 }
 
 async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<number> {
@@ -353,15 +394,22 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
     throw error;
   }
 
+  // The worker's environment (step 8) is known now: an isolated chain starts with it before the
+  // state directory exists, and is the isolation probe when this process has not probed yet.
+  run.scrubbed = scrubEnv(env);
+  const workerEnv = run.scrubbed.env;
   // Refuse before anything is created when isolation is required and this machine cannot give it.
-  const plan = await cachedLaunchPlan(config.isolate, process.platform, process.getuid?.() === 0, env);
-  // A stop while the machine was probed: nothing has been created.
+  const plan = await cachedLaunchPlan(config.isolate, process.platform, process.getuid?.() === 0, env, chainProbeFor(run, workerEnv, cwd));
+  // A stop while the machine was probed: nothing has been created (a parked chain goes in runDispatch).
   if (run.stoppedWith !== null) return run.stoppedWith;
   if (config.isolate === 'pid' && plan.isolation.kind !== 'pid') {
     run.say(`PRUN_ISOLATE=pid, but the worker cannot be isolated here: ${plan.isolation.reason}`);
     return 2;
   }
   run.plan = plan;
+  // The plan was already known (another unit probed), or a later probe found the namespace:
+  // the chain starts now, while the state directory is made and the preflight runs.
+  if (parksAtInit(plan) && run.parked === null) parkChain(run, plan, workerEnv, cwd);
 
   const unit = createStateDir(config, env, plan);
   if (typeof unit === 'string') {
@@ -563,7 +611,7 @@ async function launchAndPublish(run: Dispatch, model: string): Promise<number> {
     addDirs: config.addDirs,
     conversationId: config.conversationId,
   });
-  const scrubbed = scrubEnv(env);
+  const scrubbed = run.scrubbed ?? scrubEnv(env);
   const withheld = formatWithheld(scrubbed.withheld);
   if (withheld !== null) run.writeState(STATE_FILES.envWithheld, withheld);
 
@@ -581,7 +629,8 @@ async function runWorker(run: Dispatch, command: string[], env: Record<string, s
   const config = run.unit!.config;
   let worker: WorkerProcess;
   try {
-    worker = WorkerProcess.spawn({ plan: run.plan!, command, env, cwd, dispatcherPid: process.pid }, osConstants.signals);
+    // The chain parked before the state directory was made gets its worker; otherwise it starts now.
+    worker = run.parked !== null ? run.parked.go(cwd, command) : WorkerProcess.spawn({ plan: run.plan!, command, env, cwd, dispatcherPid: process.pid }, osConstants.signals);
   } catch (error) {
     throw stop(`failed to launch Antigravity CLI: ${errorText(error)}`, 70);
   }

@@ -1,11 +1,12 @@
 /**
  * One worker process: spawned through the launch chain (isolation.ts) as the leader of its own
  * process group, with its stdio piped and a status pipe on fd 3; signalled as a group; its
- * exit known exactly even when a namespace init stands between it and us.
+ * exit known exactly even when a namespace init stands between it and us. An isolated chain can
+ * be started early and parked at its init's `ready` (`park`), and given its worker later (`go`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
-import { launchArgv, type LaunchPlan } from './isolation.js';
+import { PROBE_TIMEOUT_MS, initHeader, isolatedChainArgv, launchArgv, parksAtInit, type LaunchPlan, type ProbeResult } from './isolation.js';
 import { errorText, signalGroup } from './process.js';
 
 /** How long captured pipes may stay open after the worker group is gone. */
@@ -31,6 +32,15 @@ export interface WorkerSpec {
   dispatcherPid: number;
 }
 
+/** An isolated chain started before its worker is known (`WorkerProcess.park`). */
+export interface ParkSpec {
+  plan: LaunchPlan;
+  env: Record<string, string>;
+  /** Where the chain's programs start (agy itself runs in the directory `go` names). */
+  cwd: string;
+  dispatcherPid: number;
+}
+
 const SIGNAL_NAMES = new Map<number, NodeJS.Signals>();
 
 function signalName(n: number, names: Record<string, number>): NodeJS.Signals | null {
@@ -42,6 +52,14 @@ export class WorkerProcess {
   readonly pid: number;
   /** Settles once the launcher has said whether agy runs. */
   readonly started: Promise<WorkerStart>;
+  /**
+   * A parked chain: ok once its init is ready for a worker (the namespace is made and no
+   * capability is left); not ok when the chain ended before (or did not get there in time).
+   */
+  readonly ready: Promise<ProbeResult>;
+  private resolveReady: (result: ProbeResult) => void = () => undefined;
+  /** `go` has been called (or the worker was spawned whole). */
+  private given = false;
   private readonly child: ChildProcess;
   /** No namespace: the launcher stays as agy's keeper and agy leads a group of its own. */
   private readonly keeper: boolean;
@@ -55,10 +73,60 @@ export class WorkerProcess {
 
   /** Spawns the chain; throws with the OS error text when even that fails. */
   static spawn(spec: WorkerSpec, signalNumbers: Record<string, number>): WorkerProcess {
+    if (parksAtInit(spec.plan)) return WorkerProcess.park(spec, signalNumbers).go(spec.cwd, spec.command);
     const argv = launchArgv(spec.plan, { dispatcherPid: spec.dispatcherPid, lockDir: spec.cwd, command: spec.command });
     const stdio: ('pipe' | 'ignore')[] = spec.plan.launcher ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'];
     const child = spawn(argv[0]!, argv.slice(1), { cwd: spec.cwd, env: spec.env, stdio, detached: true });
+    const worker = new WorkerProcess(child, spec.plan, signalNumbers);
+    worker.given = true;
+    return worker;
+  }
+
+  /**
+   * Starts `spec.plan`'s isolated chain without a worker: it waits at its init's `ready` for
+   * `go`. Throws with the OS error text when the spawn itself fails.
+   */
+  static park(spec: ParkSpec, signalNumbers: Record<string, number>): WorkerProcess {
+    const argv = isolatedChainArgv(spec.plan, spec.dispatcherPid);
+    const child = spawn(argv[0]!, argv.slice(1), { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true });
     return new WorkerProcess(child, spec.plan, signalNumbers);
+  }
+
+  /** Give a parked chain its worker: agy runs `command` in `dir`, which its tree holds locked. */
+  go(dir: string, command: readonly string[]): this {
+    this.given = true;
+    const stdin = this.child.stdin;
+    // A chain gone by now fails its start (`started`); its closed stdin must not throw here.
+    stdin?.on('error', () => undefined);
+    // The prompt follows on the same stdin (sendInput); the init reads exactly the header.
+    stdin?.write(initHeader(dir, command));
+    return this;
+  }
+
+  /**
+   * A parked chain that will get no worker (the dispatch ended before its launch): its init
+   * would end at the end of its stdin anyway; the whole chain is killed now.
+   */
+  abandon(): void {
+    if (this.given || this.pid <= 0) return;
+    this.given = true;
+    this.discardOutput();
+    if (this.exitSeen === null) signalGroup(this.pid, 'SIGKILL');
+  }
+
+  /**
+   * `ready` as the isolation probe: a chain not ready within the probe's bound is abandoned
+   * and counts as a no.
+   */
+  readyInTime(): Promise<ProbeResult> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<ProbeResult>((resolve) => {
+      timer = setTimeout(() => {
+        this.abandon();
+        resolve({ ok: false, why: `the launch chain was not ready within ${PROBE_TIMEOUT_MS / 1000}s`, stdout: '' });
+      }, PROBE_TIMEOUT_MS);
+    });
+    return Promise.race([this.ready, late]).finally(() => clearTimeout(timer));
   }
 
   private constructor(
@@ -68,6 +136,11 @@ export class WorkerProcess {
   ) {
     this.child = child;
     this.keeper = plan.launcher && plan.isolation.kind === 'none';
+    this.ready = new Promise<ProbeResult>((resolve) => {
+      this.resolveReady = resolve;
+    });
+    // Not a parked chain (or it could not start): nothing will say ready.
+    if (!parksAtInit(plan) || child.pid === undefined) this.resolveReady({ ok: false, why: 'no parked chain', stdout: '' });
     this.started = new Promise<WorkerStart>((resolve) => {
       child.once('error', (error) => {
         if (child.pid === undefined) resolve({ kind: 'launch-failed', why: errorText(error) });
@@ -131,6 +204,10 @@ export class WorkerProcess {
         buffered = buffered.slice(nl + 1);
         const [word, ...rest] = line.split(' ');
         const detail = rest.join(' ');
+        if (word === 'ready') {
+          this.resolveReady({ ok: true, why: '', stdout: '' });
+          continue;
+        }
         if (word === 'locked') continue;
         if (word === 'busy') settle({ kind: 'busy' });
         else if (word === 'lock-error') settle({ kind: 'launch-failed', why: `could not lock the working directory: ${detail}` });
@@ -146,7 +223,11 @@ export class WorkerProcess {
       // Bounded: the launcher writes a few short lines; anything else is not ours to keep.
       if (buffered.length > 4096) buffered = '';
     });
-    const closed = (): void => settle({ kind: 'launch-failed', why: 'the worker launcher stopped before starting agy' });
+    const closed = (): void => {
+      // A chain that ends before its init is ready answers the isolation probe: no.
+      this.resolveReady({ ok: false, why: 'the launch chain ended before its init was ready', stdout: '' });
+      settle({ kind: 'launch-failed', why: 'the worker launcher stopped before starting agy' });
+    };
     status.on('end', closed);
     status.on('close', closed);
     status.on('error', closed);

@@ -13,6 +13,8 @@ import { afterAll, describe, expect, test } from 'vitest';
 import {
   INIT_SCRIPT,
   LAUNCHER_SCRIPT,
+  initHeader,
+  isolatedChainArgv,
   isolationRecord,
   launchArgv,
   planLaunch,
@@ -65,6 +67,27 @@ describe('the perl launcher and init', () => {
   });
 });
 
+describe('the init, parked', () => {
+  // The init reads its directory and command from the stdin agy inherits: it must take exactly
+  // the header's bytes and leave the prompt that follows for agy (a buffered read would eat it).
+  test.skipIf(!isAbsolute(tools.perl))(`says ready, then runs the command in the directory with the rest of stdin${isAbsolute(tools.perl) ? '' : ' (skipped: no perl)'}`, () => {
+    const dir = pool.root().dir;
+    const prompt = '{"event": "user", "message": {"content": "the prompt"}}\n'.repeat(200);
+    const input = Buffer.concat([initHeader(dir, ['/bin/sh', '-c', 'pwd; cat']), Buffer.from(prompt)]);
+    // fd 3 is the status pipe: here the same pipe as stderr.
+    const run = spawnSync(tools.perl, ['-e', INIT_SCRIPT, '--'], { input, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toBe(`${dir}\n${prompt}`);
+    expect((run.output[3] as unknown as string).split('\n')).toEqual(['ready', 'locked', 'started', 'exit 0', '']);
+  });
+
+  test.skipIf(!isAbsolute(tools.perl))(`ends without starting anything when its stdin ends first${isAbsolute(tools.perl) ? '' : ' (skipped: no perl)'}`, () => {
+    const run = spawnSync(tools.perl, ['-e', INIT_SCRIPT, '--'], { input: '', stdio: ['pipe', 'pipe', 'pipe', 'pipe'], encoding: 'utf8' });
+    expect(run.status).toBe(0);
+    expect(run.output[3]).toBe('ready\n');
+  });
+});
+
 describe('launchArgv', () => {
   const located = { setpriv: '/opt/u/setpriv', unshare: '/opt/u/unshare', perl: '/opt/p/perl' };
   const input = { dispatcherPid: 4242, lockDir: '/tmp/work', command: ['/bin/agy', '--mode', 'plan'] };
@@ -76,14 +99,16 @@ describe('launchArgv', () => {
   };
 
   test('execs every link of an isolated chain by the path the plan found, and records the names', () => {
+    // No directory and no command: the init reads both on stdin (initHeader), once it is ready.
     expect(launchArgv(isolated, input)).toEqual([
       '/opt/u/setpriv', '--pdeathsig', 'KILL', '--',
-      '/opt/p/perl', '-e', LAUNCHER_SCRIPT, '--', '4242', '/tmp/work', '0', '15',
+      '/opt/p/perl', '-e', LAUNCHER_SCRIPT, '--', '4242', '', '0', '15',
       '/opt/u/unshare', '--pid', '--fork', '--mount-proc', '--kill-child', '--',
       '/opt/u/setpriv', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--',
       '/opt/p/perl', '-e', INIT_SCRIPT, '--',
-      '/bin/agy', '--mode', 'plan',
     ]);
+    expect(isolatedChainArgv(isolated, 4242)).toEqual(launchArgv(isolated, input));
+    expect(initHeader('/tmp/work', input.command).toString('utf8')).toBe('30\n/tmp/work\0/bin/agy\0--mode\0plan');
     expect(isolationRecord(isolated)).toBe(
       'isolation: pid\nmechanism: unshare --pid --fork --mount-proc --kill-child\ncapabilities: none\nparent-death: setpriv --pdeathsig KILL\ndirectory-lock: flock\n',
     );

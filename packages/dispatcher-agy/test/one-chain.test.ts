@@ -1,0 +1,75 @@
+/**
+ * A standalone dispatch starts one isolated chain, not a probe chain and then the worker's: the
+ * worker's own chain, parked at its init's `ready` before the state directory exists, is the
+ * isolation probe (README, "Isolation and no orphans"). A chain parked for a worker that never
+ * starts (the dispatch ends first) is gone when the dispatch is, even in a host that lives on.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { runUnit } from '../src/index.js';
+import { planLaunch, resolveLaunchTools } from '../src/isolation.js';
+import { processRunning, readState, rootPool, waitFor, type Root } from './harness.js';
+
+const pool = rootPool();
+afterAll(() => pool.cleanup());
+
+const PATH = process.env.PATH ?? '/usr/bin:/bin';
+const realUnshare = resolveLaunchTools({ PATH }).unshare;
+const plan = planLaunch('auto', process.platform, process.getuid?.() === 0);
+const skip =
+  plan.isolation.kind !== 'pid' ? `skipped: ${plan.isolation.reason}` : !isAbsolute(realUnshare) ? 'skipped: unshare is not on PATH' : null;
+const title = (text: string): string => (skip === null ? text : `${text} (${skip})`);
+
+/** A PATH whose `unshare` records its pid (which stays the chain leader's: it execs) and runs the real one. */
+function countingPath(root: Root): { path: string; starts: () => number[] } {
+  const bin = join(root.dir, 'counting-bin');
+  const log = join(root.dir, 'unshare-starts');
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(join(bin, 'unshare'), `#!/bin/sh\necho $$ >> '${log}'\nexec '${realUnshare}' "$@"\n`, { mode: 0o755 });
+  const starts = (): number[] =>
+    existsSync(log)
+      ? readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((line) => line !== '')
+          .map(Number)
+      : [];
+  return { path: `${bin}:${PATH}`, starts };
+}
+
+describe.concurrent('the isolated chain', () => {
+  test.skipIf(skip !== null)(title('a standalone dispatch starts one, which is both the probe and the worker\'s'), async () => {
+    const root = pool.root();
+    const counting = countingPath(root);
+    const run = await root.run({ env: { PRUN_ISOLATE: undefined, PATH: counting.path } });
+    expect(run.code).toBe(0);
+    expect(root.workerCalls()).toHaveLength(1);
+    expect(counting.starts()).toHaveLength(1);
+    expect(readState(run.stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare --pid --fork --mount-proc --kill-child\ncapabilities: none\n/);
+    // The worker ran in that chain: its leader is the pid the state records.
+    expect(Number(readState(run.stateDir, 'worker-pid-unverified'))).toBe(counting.starts()[0]);
+  });
+
+  test.skipIf(skip !== null)(title('a hosted unit that ends before its launch leaves no parked chain while the host lives'), async () => {
+    const root = pool.root();
+    const counting = countingPath(root);
+    const env = { ...root.baseEnv(), PRUN_ISOLATE: 'auto', PATH: counting.path, ANTIGRAVITY_PREFLIGHT: 'auto', FAKE_AGY_VERSION_EXIT: '3' };
+    let stderr = '';
+    const code = await runUnit({
+      argv: ['--prompt-file', root.prompt, '--result-file', root.result, '--unit-id', 'unit_a', '--mode', 'plan'],
+      cwd: root.dir,
+      env,
+      stdout: () => undefined,
+      stderr: (text) => {
+        stderr += text;
+      },
+    });
+    expect(code).toBe(70);
+    expect(stderr).toContain('Antigravity preflight failed');
+    expect(root.workerCalls()).toEqual([]);
+    const [leader] = counting.starts();
+    expect(leader).toBeGreaterThan(0);
+    // This process (the host) still holds the chain's stdin: only the dispatch's own cleanup ends it.
+    await waitFor(() => !processRunning(leader!), 5_000, `parked chain ${leader} gone`);
+  });
+});

@@ -7,6 +7,11 @@
 // await (CommonJS has none): runBin never rejects, and the pending work keeps the process alive.
 import { runBin } from '@prun/kit/cli';
 
+// Read by early.ts when the command loads: this process is the bin, with these arguments (its
+// isolated chain may start before the rest of the command is loaded). No import of early.ts
+// here: it belongs to the command chunk, which --version never loads.
+(globalThis as Record<symbol, unknown>)[Symbol.for('@prun/dispatcher-agy: bin start')] = process.argv.slice(2);
+
 void runBin({
   name: 'dispatch-task-agy',
   manifest: new URL('../package.json', import.meta.url),

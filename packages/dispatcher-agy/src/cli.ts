@@ -1,3 +1,6 @@
+// First, so that its top level runs before the rest of the command: the bin's early start of
+// its isolated chain (a no-op unless bin.ts marked the process as the bin).
+import './early.js';
 import { STOP_SIGNALS, closeDebuggerDoor, packageVersion } from '@prun/kit/cli';
 import { helpText } from './help.js';
 import { UnitStopper } from './stop.js';

@@ -56,6 +56,7 @@ import { MESSAGE_PREFIX, PUBLISH_TAG, parsePreflightSettings } from './settings.
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
 import { echoLastLines, publishCaptureFallback, readEventStreamFile } from './capture-read.js';
 import { WorkerProcess, type WorkerExit } from './worker.js';
+import { abandonEarlyChain, takeEarlyChain } from './early.js';
 import { toStopSource, type StopRequest, type UnitStopSource } from './stop.js';
 
 const MANIFEST = new URL('../package.json', import.meta.url);
@@ -329,6 +330,7 @@ export async function runDispatch(options: UnitOptions, bin: BinHooks | null): P
     if (run.killTimer !== null) clearTimeout(run.killTimer);
     // A chain parked for a worker that never started must not stay (a no-op once it got one).
     run.parked?.abandon();
+    if (bin !== null) abandonEarlyChain();
     run.settle();
     unsubscribe();
   }
@@ -396,10 +398,13 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
 
   // The worker's environment (step 8) is known now: an isolated chain starts with it before the
   // state directory exists, and is the isolation probe when this process has not probed yet.
-  run.scrubbed = scrubEnv(env);
+  // The bin started that chain already, while its command loaded (early.ts).
+  const early = run.bin !== null ? takeEarlyChain(config.isolate, cwd, env) : null;
+  run.scrubbed = early?.scrubbed ?? scrubEnv(env);
   const workerEnv = run.scrubbed.env;
   // Refuse before anything is created when isolation is required and this machine cannot give it.
-  const plan = await cachedLaunchPlan(config.isolate, process.platform, process.getuid?.() === 0, env, chainProbeFor(run, workerEnv, cwd));
+  const plan = await (early?.plan ?? cachedLaunchPlan(config.isolate, process.platform, process.getuid?.() === 0, env, chainProbeFor(run, workerEnv, cwd)));
+  if (early !== null) run.parked = early.parked;
   // A stop while the machine was probed: nothing has been created (a parked chain goes in runDispatch).
   if (run.stoppedWith !== null) return run.stoppedWith;
   if (config.isolate === 'pid' && plan.isolation.kind !== 'pid') {

@@ -3,13 +3,14 @@
  * worker's own chain, parked at its init's `ready` before the state directory exists, is the
  * isolation probe (README, "Isolation and no orphans"). A chain parked for a worker that never
  * starts (the dispatch ends first) is gone when the dispatch is, even in a host that lives on.
+ * The bin starts its chain while its command chunk is still being evaluated (early.ts).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { runUnit } from '../src/index.js';
 import { planLaunch, resolveLaunchTools } from '../src/isolation.js';
-import { processRunning, readState, rootPool, waitFor, type Root } from './harness.js';
+import { BIN, PACKAGE_DIR, processRunning, readState, rootPool, runNode, waitFor, type Root } from './harness.js';
 
 const pool = rootPool();
 afterAll(() => pool.cleanup());
@@ -71,5 +72,44 @@ describe.concurrent('the isolated chain', () => {
     expect(leader).toBeGreaterThan(0);
     // This process (the host) still holds the chain's stdin: only the dispatch's own cleanup ends it.
     await waitFor(() => !processRunning(leader!), 5_000, `parked chain ${leader} gone`);
+  });
+});
+
+describe.concurrent('the bin\'s early start', () => {
+  test('comes before zod and the dispatch itself in the command chunk', () => {
+    const dist = join(PACKAGE_DIR, 'dist');
+    const chunk = readdirSync(dist).find((name) => /^bundle-command-.*\.cjs$/.test(name));
+    expect(chunk).toBeDefined();
+    const source = readFileSync(join(dist, chunk!), 'utf8');
+    const at = (region: string): number => source.indexOf(`\n// ${region}`);
+    expect(at('dist/early.js')).toBeGreaterThan(0);
+    for (const later of ['../../node_modules/.pnpm/zod@', 'dist/run.js', 'dist/validate.js', '../quota/dist/']) {
+      expect(at(later), later).toBeGreaterThan(at('dist/early.js'));
+    }
+  });
+
+  test.skipIf(skip !== null)(title('starts no chain for --help'), async () => {
+    const root = pool.root();
+    const counting = countingPath(root);
+    const run = await runNode([BIN, '--help'], { env: { ...root.baseEnv(), PRUN_ISOLATE: 'auto', PATH: counting.path }, cwd: root.dir, timeoutMs: 30_000 });
+    expect(run.code).toBe(0);
+    expect(counting.starts()).toEqual([]);
+  });
+
+  test.skipIf(skip !== null)(title('leaves no chain and no state directory behind a dispatch refused for bad input'), async () => {
+    const root = pool.root();
+    const counting = countingPath(root);
+    const missing = join(root.dir, 'no-such-prompt.txt');
+    const run = await runNode([BIN, '--prompt-file', missing, '--result-file', root.result, '--unit-id', 'unit_a', '--mode', 'plan'], {
+      env: { ...root.baseEnv(), PRUN_ISOLATE: 'auto', PATH: counting.path },
+      cwd: root.dir,
+      timeoutMs: 30_000,
+    });
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(root.stateDirs()).toEqual([]);
+    // The bin starts its chain while it loads, before it validates: it must not outlive the refusal.
+    expect(counting.starts()).toHaveLength(1);
+    for (const leader of counting.starts()) await waitFor(() => !processRunning(leader), 5_000, `early chain ${leader} gone`);
   });
 });

@@ -6,6 +6,10 @@
 // sitting, another load, another fake agy) are printed for reference, with what they can and
 // cannot be compared with.
 //
+// PRUN_BENCH_DISPATCH_BASE=<another checkout> (for example /work/main, built) adds that build's
+// prun-dispatch-agy to every table, interleaved with this one's, and prints both own costs: an
+// A/B in one sitting, under the same load.
+//
 // The dispatcher's own cost is a dispatch minus its matching floor: with preflight off the one
 // fake agy worker run, with preflight on the three fake agy runs a preflight needs. That is what
 // the dispatcher (its Node start, the isolation probe, the launch chain, the state directory and
@@ -80,6 +84,9 @@ export async function run(ctx) {
   };
   const tools = [{ name: 'prun-dispatch-agy', file: process.execPath, prefix: [bin] }];
   if (original) tools.push({ name: 'original dispatch-task-agy.py', file: 'python3', prefix: [original] });
+  const baseRoot = process.env.PRUN_BENCH_DISPATCH_BASE;
+  const BASE = 'prun-dispatch-agy (base build)';
+  if (baseRoot) tools.push({ name: BASE, file: process.execPath, prefix: [join(baseRoot, 'packages', 'dispatcher-agy', 'bin', 'prun-dispatch-agy.js')] });
   const workerLine = '{"event": "user", "message": {"content": "x"}}';
   const fakeArgs = ['--input-format', 'stream-json', '--output-format', 'stream-json', '--model', 'gemini-3.8-flash-high'];
   const fakeWorkerLine = `printf '%s\\n' ${quote(workerLine)} | ${[fake, ...fakeArgs].map(quote).join(' ')}`;
@@ -103,7 +110,9 @@ export async function run(ctx) {
       cases.push({ label: `${tool.name}, preflight ${preflight === 'off' ? 'off' : 'on'}`, run: () => sh(dispatchLine(tool, preflight)) });
     }
   }
-  const rows = await ctx.compare(cases, { runs: 7, warmup: 1 });
+  // More rounds for a steadier A/B on a loaded machine: PRUN_BENCH_DISPATCH_RUNS (default 7).
+  const runs = Number.parseInt(process.env.PRUN_BENCH_DISPATCH_RUNS ?? '', 10) || 7;
+  const rows = await ctx.compare(cases, { runs, warmup: 1 });
   const row = (label) => rows.find((r) => r.label === label);
   const floors = { off: rows[0], on: rows[1] };
   const ours = { off: row('prun-dispatch-agy, preflight off'), on: row('prun-dispatch-agy, preflight on') };
@@ -140,6 +149,10 @@ export async function run(ctx) {
     note: `${loadNote()} ${ownNote} ${original ? `Against the original measured here: ${lines.join('; ')}.` : recordedOne}`,
   });
   process.stdout.write(`  own cost: preflight off ${ownText(own.off)}; preflight on ${ownText(own.on)} (each over its floor)\n`);
+  if (baseRoot) {
+    const base = { off: ownCost(row(`${BASE}, preflight off`), floors.off), on: ownCost(row(`${BASE}, preflight on`), floors.on) };
+    process.stdout.write(`  base build (${baseRoot}) own cost: preflight off ${ownText(base.off)}; preflight on ${ownText(base.on)}\n`);
+  }
   if (original) {
     process.stdout.write(`  one dispatch vs the original (goal ≤ ×1.5): ${lines.join('; ')}\n`);
   } else {
@@ -178,5 +191,9 @@ export async function run(ctx) {
   });
   process.stdout.write(`  ${AT_ONCE} at once: ×${(ours20.ms / at20[1].ms).toFixed(2)} of the preflight floor; own cost ${ownText(own20)} over it\n`);
   if (original) process.stdout.write(`  ${AT_ONCE} at once vs the original (goal ≤ ×1.5): ${vsOriginal20}\n`);
+  if (baseRoot) {
+    const base20 = at20.find((r) => r.label === `${AT_ONCE} × ${BASE} at once, preflight on`);
+    process.stdout.write(`  ${AT_ONCE} at once, base build (${baseRoot}): own cost ${ownText(ownCost(base20, at20[1]))}\n`);
+  }
   else process.stdout.write(`  ${recorded20}\n`);
 }

@@ -8,12 +8,12 @@
  * Nothing here runs for a library import or a hosted unit: without the mark it does nothing.
  */
 import { realpathSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { scrubEnv, type ScrubResult } from '@prun/env-scrub';
 import { parseArgs } from './args.js';
 import { cachedLaunchPlan, type IsolationSetting, type LaunchPlan, type ProbeResult } from './isolation.js';
 import { parseIsolateSetting } from './settings.js';
 import { WorkerProcess } from './worker.js';
-import { constants as osConstants } from 'node:os';
 
 /** Set by bin.ts (the shim's entry) to the bin's arguments before it loads the command. */
 export const BIN_START_MARK = Symbol.for('@prun/dispatcher-agy: bin start');

@@ -325,7 +325,7 @@ function quickRecord(unit: ObservedPath): UnitRecord | null {
 }
 
 /** A unit's record: through quickRecord when the sweep reads node:fs itself, else inspectUnit. */
-function observeUnit(unit: ObservedPath, options: { includeLegacyPid: boolean }, fs: ObservationFs): UnitRecord {
+export function observeUnit(unit: ObservedPath, options: { includeLegacyPid: boolean }, fs: ObservationFs = nodeObservationFs): UnitRecord {
   if (fs === nodeObservationFs && !options.includeLegacyPid) {
     let record: UnitRecord | null = null;
     try {
@@ -338,6 +338,31 @@ function observeUnit(unit: ObservedPath, options: { includeLegacyPid: boolean },
   return inspectUnit(unit, options, fs);
 }
 
+/** A sweep before its units are observed: what discovery found. */
+export interface SweepPlan {
+  roots: string[];
+  discoveryErrors: DiscoveryError[];
+  /** One record per unit is to come, in this order (observeUnit never throws). */
+  units: ObservedPath[];
+  /** The units are in path order (one root: discovery lists its units in code point order). */
+  inPathOrder: boolean;
+}
+
+/**
+ * Discovery of a sweep; roots are made absolute against `cwd` first. `only` keeps just the units
+ * at those absolute paths (a batch's recorded state dirs).
+ */
+export function planSweep(
+  rootArgs: readonly string[],
+  options: { cwd?: string; only?: ReadonlySet<string> | null },
+  fs: ObservationFs = nodeObservationFs,
+): SweepPlan {
+  const cwd = options.cwd ?? process.cwd();
+  const roots = rootArgs.map((root) => resolve(cwd, root));
+  const discovery = discoverUnits(roots, fs, options.only ?? null);
+  return { roots, discoveryErrors: discovery.errors, units: discovery.units, inPathOrder: roots.length === 1 };
+}
+
 export interface Sweep {
   roots: string[];
   discoveryErrors: DiscoveryError[];
@@ -346,18 +371,13 @@ export interface Sweep {
   inPathOrder: boolean;
 }
 
-/**
- * Discover and inspect every unit; roots are made absolute against `cwd` first. `only` keeps
- * just the units at those absolute paths (a batch's recorded state dirs).
- */
+/** Discover and inspect every unit (planSweep, then observeUnit for each). */
 export function sweep(
   rootArgs: readonly string[],
   options: { includeLegacyPid: boolean; cwd?: string; only?: ReadonlySet<string> | null },
   fs: ObservationFs = nodeObservationFs,
 ): Sweep {
-  const cwd = options.cwd ?? process.cwd();
-  const roots = rootArgs.map((root) => resolve(cwd, root));
-  const discovery = discoverUnits(roots, fs, options.only ?? null);
-  const records = discovery.units.map((unit) => observeUnit(unit, options, fs));
-  return { roots, discoveryErrors: discovery.errors, records, inPathOrder: roots.length === 1 };
+  const plan = planSweep(rootArgs, options, fs);
+  const records = plan.units.map((unit) => observeUnit(unit, options, fs));
+  return { roots: plan.roots, discoveryErrors: plan.discoveryErrors, records, inPathOrder: plan.inPathOrder };
 }

@@ -44,7 +44,7 @@ export const main = commandMain(BIN, async (argv: string[]): Promise<number | vo
     includeLegacyPid: options.includeLegacyPid,
     withSummary: options.summary,
   };
-  const write = (stream: 'stdout' | 'stderr', text: string): void => void process[stream].write(text);
+  const write = (stream: 'stdout' | 'stderr', data: string | Uint8Array): void => void process[stream].write(data);
   let partial: boolean;
   if (options.sort === 'path' && plan.inPathOrder) {
     // The units come in the order they are listed: each record is laid out and written as it is

@@ -176,7 +176,7 @@ function lines(list: readonly string[]): string {
 // them for every option combination).
 
 /** Where the output goes: one call per piece, in order. */
-export type WriteOutput = (stream: 'stdout' | 'stderr', text: string) => void;
+export type WriteOutput = (stream: 'stdout' | 'stderr', data: string | Uint8Array) => void;
 
 /** What is known of a report before its first record: discovery's findings and the options. */
 export interface ReportHead {
@@ -188,8 +188,13 @@ export interface ReportHead {
   withSummary: boolean;
 }
 
-/** Pending output is written once it is this long: a few large writes, none held for long. */
-const FLUSH_AT = 1 << 16;
+/**
+ * The table or document is gathered as UTF-8 in pieces of this many bytes, each written once the
+ * next record would not fit: a few large writes, and no string of pending output for a scavenge to
+ * copy (a growing rope of records survived every scavenge and was promoted). A piece is never
+ * reused, so a write that completes later still has its bytes.
+ */
+const PIECE_BYTES = 1 << 16;
 
 /** An indented JSON value nested one level in the document: Python's indent=2 layout. */
 function nestedJson(value: unknown): string {
@@ -220,7 +225,8 @@ function recordJson(record: UnitRecord): string {
 }
 
 export class ReportWriter {
-  private pending: string;
+  private piece: Buffer | null = null;
+  private used = 0;
   private shownCount = 0;
   private partial: boolean;
   private readonly counter: SummaryCounter | null;
@@ -234,12 +240,13 @@ export class ReportWriter {
     this.partial = head.discoveryErrors.length > 0;
     this.counter = head.withSummary ? new SummaryCounter() : null;
     if (json) {
-      this.pending =
+      this.put(
         `{\n  "schema_version": ${SCHEMA_VERSION},\n  "roots": ${nestedJson(head.roots)},\n  "unit_count": ${head.unitCount},\n` +
-        `  "discovery_errors": ${nestedJson(head.discoveryErrors)},\n  "units": [`;
+          `  "discovery_errors": ${nestedJson(head.discoveryErrors)},\n  "units": [`,
+      );
     } else {
       const line = header(head.includeLegacyPid);
-      this.pending = lines([line, '-'.repeat(line.length)]);
+      this.put(lines([line, '-'.repeat(line.length)]));
     }
   }
 
@@ -249,21 +256,19 @@ export class ReportWriter {
     this.counter?.add(record);
   }
 
-  /** Lays out a shown record; the output is written when enough is pending. */
+  /** Lays out a shown record; the output is written a piece at a time. */
   show(record: UnitRecord): void {
-    if (this.json) this.pending += (this.shownCount === 0 ? '\n' : ',\n') + recordJson(record);
-    else this.pending += recordText(record, this.head.includeLegacyPid);
+    this.put(this.json ? (this.shownCount === 0 ? '\n' : ',\n') + recordJson(record) : recordText(record, this.head.includeLegacyPid));
     this.shownCount += 1;
-    if (this.pending.length >= FLUSH_AT) this.flush();
   }
 
   /** Writes the rest; returns whether the sweep was partial (exit 1). */
   end(): boolean {
     const summary = this.counter?.summary();
     if (this.json) {
-      this.pending += `${this.shownCount === 0 ? ']' : '\n  ]'},\n  "safety": ${JSON.stringify(SAFETY_SENTENCE)}`;
-      if (summary !== undefined) this.pending += `,\n  "summary": ${nestedJson(summary)}`;
-      this.pending += '\n}\n';
+      let rest = `${this.shownCount === 0 ? ']' : '\n  ]'},\n  "safety": ${JSON.stringify(SAFETY_SENTENCE)}`;
+      if (summary !== undefined) rest += `,\n  "summary": ${nestedJson(summary)}`;
+      this.put(`${rest}\n}\n`);
       this.flush();
     } else {
       this.flush();
@@ -274,9 +279,23 @@ export class ReportWriter {
     return this.partial;
   }
 
+  /** Adds stdout text to the current piece (ensure_ascii applied for --json). */
+  private put(text: string): void {
+    const data = this.json ? toAsciiJson(text) : text;
+    // At most 3 UTF-8 bytes per UTF-16 unit: a bound that never lets Buffer.write cut a record.
+    const most = data.length * 3;
+    if (this.piece !== null && this.used + most > PIECE_BYTES) this.flush();
+    if (most > PIECE_BYTES) {
+      this.write('stdout', data);
+      return;
+    }
+    this.piece ??= Buffer.allocUnsafe(PIECE_BYTES);
+    this.used += this.piece.write(data, this.used, 'utf8');
+  }
+
   private flush(): void {
-    if (this.pending.length === 0) return;
-    this.write('stdout', this.json ? toAsciiJson(this.pending) : this.pending);
-    this.pending = '';
+    if (this.piece !== null && this.used > 0) this.write('stdout', this.piece.subarray(0, this.used));
+    this.piece = null;
+    this.used = 0;
   }
 }

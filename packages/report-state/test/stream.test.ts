@@ -77,7 +77,7 @@ function streamed(input: {
     { roots: ['/r', '/s'], discoveryErrors: input.errors, unitCount: input.all.length, includeLegacyPid: input.legacy, withSummary: input.summary },
     input.json,
     BIN_NAME,
-    (stream, text) => chunks.push({ stream, text }),
+    (stream, data) => chunks.push({ stream, text: typeof data === 'string' ? data : Buffer.from(data).toString('utf8') }),
   );
   for (const record of input.all) writer.count(record);
   for (const record of input.shown) writer.show(record);

@@ -304,9 +304,18 @@ function quickRecord(unit: ObservedPath): UnitRecord | null {
     const buffer = (entryBuffer ??= Buffer.allocUnsafe(MAX_ENTRY_BYTES + 1));
     let length = 0;
     try {
-      if (!fstatSync(fd).isFile()) return null;
+      const stats = fstatSync(fd);
+      if (!stats.isFile()) return null;
+      // A read that brings the entry to the size fstat gave has read it all: a regular file does
+      // not need the read that answers 0 to say so (a file that grew meanwhile gives more bytes
+      // than that size and is read on to its end; one that reports no size, as procfs does, is
+      // read until a read answers 0).
+      const size = stats.size;
       let n: number;
-      while (length < buffer.length && (n = readSync(fd, buffer, length, buffer.length - length, length)) > 0) length += n;
+      while (length < buffer.length && (n = readSync(fd, buffer, length, buffer.length - length, length)) > 0) {
+        length += n;
+        if (length === size) break;
+      }
     } finally {
       closeSync(fd);
     }

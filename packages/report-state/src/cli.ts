@@ -3,8 +3,8 @@ import { renderHelp } from '@prun/kit/spec';
 import { systemTempDir } from '@prun/unit-state';
 import { parseArgs } from './options.js';
 import { nodeObservationFs, observeUnit, planSweep } from './observe.js';
-import { selectShown } from './report.js';
-import { ReportWriter } from './render.js';
+import { isShown, selectShown } from './report.js';
+import { BufferGather, ReportWriter } from './render.js';
 import { SPEC } from './spec.js';
 
 const BIN = SPEC.name;
@@ -44,27 +44,24 @@ export const main = commandMain(BIN, async (argv: string[]): Promise<number | vo
     includeLegacyPid: options.includeLegacyPid,
     withSummary: options.summary,
   };
-  const write = (stream: 'stdout' | 'stderr', data: string | Uint8Array): void => void process[stream].write(data);
-  let partial: boolean;
+  // The output is laid out into one buffer and written once at the end (observeUnit never throws,
+  // so nothing after the first record can fail but a write, and no output is cut short).
+  const writer = new ReportWriter(head, options.json, BIN, new BufferGather(plan.units.length * (options.json ? 320 : 96)));
   if (options.sort === 'path' && plan.inPathOrder) {
-    // The units come in the order they are listed: each record is laid out and written as it is
-    // made and dies young (no 10,000 records kept alive until the end). Nothing after this point
-    // can fail but a write (observeUnit never throws), so no output is cut short by a later error.
-    const writer = new ReportWriter(head, options.json, BIN, write);
+    // The units come in the order they are listed: each record is laid out as it is made and dies
+    // young (no 10,000 records kept alive until the end).
     for (const unit of plan.units) {
       const record = observeUnit(unit, observeOptions, nodeObservationFs);
       writer.count(record);
-      if ((record.tail_bytes ?? 0) >= options.minTailBytes) writer.show(record);
+      if (isShown(record, options.minTailBytes)) writer.show(record);
     }
-    partial = writer.end();
   } else {
     // Another order needs every record first.
     const records = plan.units.map((unit) => observeUnit(unit, observeOptions, nodeObservationFs));
-    const shown = selectShown(records, { minTailBytes: options.minTailBytes, sort: options.sort }, plan.inPathOrder);
-    const writer = new ReportWriter(head, options.json, BIN, write);
     for (const record of records) writer.count(record);
-    for (const record of shown) writer.show(record);
-    partial = writer.end();
+    for (const record of selectShown(records, { minTailBytes: options.minTailBytes, sort: options.sort }, plan.inPathOrder)) writer.show(record);
   }
+  const partial = writer.isPartial;
+  for (const piece of writer.end()) process[piece.stream].write(piece.data);
   process.exitCode = partial ? EXIT.partial : EXIT.ok;
 });

@@ -6,7 +6,6 @@ import {
   SAFETY_SENTENCE,
   SCHEMA_VERSION,
   SummaryCounter,
-  isPartial,
   type DiscoveryError,
   type Report,
   type Summary,
@@ -27,14 +26,12 @@ export function jsonDocument(report: Report): Record<string, unknown> {
   return document;
 }
 
-/** The JSON document rendered: ASCII only, one trailing newline. */
+/**
+ * The JSON document rendered: ASCII only, one trailing newline. Laid out by ReportWriter (below),
+ * the one layout of the document, which the bin also feeds as it sweeps.
+ */
 export function renderJson(report: Report): string {
-  // The document holds only strings, safe integers, null and plain arrays and objects (built by
-  // buildRecord and buildSummary), for which JSON.stringify lays out and escapes exactly as
-  // Python's json.dumps(indent=2) does; what is left is ensure_ascii. This skips the per-value
-  // check pyJsonDumps makes for arbitrary data (a replacer call per value, 10,000 units' worth),
-  // and kit's toAsciiJson is the ensure_ascii step pyJsonDumps applies itself.
-  return `${toAsciiJson(JSON.stringify(jsonDocument(report), null, 2))}\n`;
+  return writeReport(report, true, '')[0]!.text;
 }
 
 const UNIT_WIDTH = 52;
@@ -138,15 +135,23 @@ export interface OutputChunk {
  * (stderr), summary, safety sentence, and the incomplete notice (stderr) when partial.
  */
 export function renderText(report: Report, binName: string): OutputChunk[] {
-  const head = header(report.includeLegacyPid);
-  // One string grown line by line: no array of 10,000 lines to join.
-  let table = lines([head, '-'.repeat(head.length)]);
-  for (const record of report.shown) table += recordText(record, report.includeLegacyPid);
-  const chunks: OutputChunk[] = [{ stream: 'stdout', text: table }];
-  if (report.discoveryErrors.length > 0) chunks.push({ stream: 'stderr', text: discoveryFailureText(report.discoveryErrors, binName) });
-  chunks.push({ stream: 'stdout', text: closingText(report.summary) });
-  if (isPartial(report)) chunks.push({ stream: 'stderr', text: incompleteText(binName) });
-  return chunks;
+  return writeReport(report, false, binName);
+}
+
+/** A whole report through ReportWriter, its stdout gathered as strings. */
+function writeReport(report: Report, json: boolean, binName: string): OutputChunk[] {
+  const head: ReportHead = {
+    roots: report.roots,
+    discoveryErrors: report.discoveryErrors,
+    unitCount: report.records.length,
+    includeLegacyPid: report.includeLegacyPid,
+    withSummary: report.summary !== undefined,
+  };
+  const writer = new ReportWriter(head, json, binName, new TextGather());
+  for (const record of report.records) writer.count(record);
+  for (const record of report.shown) writer.show(record);
+  // TextGather gives strings; the pieces are text.
+  return writer.end().map(({ stream, data }) => ({ stream, text: data as string }));
 }
 
 function discoveryFailureText(errors: readonly DiscoveryError[], binName: string): string {
@@ -166,17 +171,14 @@ function lines(list: readonly string[]): string {
   return list.map((line) => `${line}\n`).join('');
 }
 
-// --- the same output, written as the records come -------------------------------------------------
+// --- the one layout of both outputs, fed a record at a time ---------------------------------------
 //
-// A sweep of 10,000 units that keeps every record until the end makes V8 copy them from scavenge to
-// scavenge and promote them (tens of milliseconds of garbage collection, more than the JSON layout
-// costs). ReportWriter takes the records one at a time, lays each one out at once and writes the
-// text in large pieces, so a record dies young; it keeps only counters (the summary, whether the
-// sweep is partial). Its bytes are exactly renderJson's and renderText's (stream.test.ts compares
-// them for every option combination).
-
-/** Where the output goes: one call per piece, in order. */
-export type WriteOutput = (stream: 'stdout' | 'stderr', data: string | Uint8Array) => void;
+// ReportWriter lays out the document (or the table) a record at a time: renderJson and renderText
+// feed it a whole Report, and the bin feeds it each record as the sweep makes it, so a record dies
+// young instead of surviving scavenge after scavenge until the end (10,000 kept records cost tens
+// of milliseconds of garbage collection). It keeps only counters (the summary, whether the sweep
+// is partial); the stdout text it lays out goes to a gather (strings for the library, one growing
+// buffer for the bin) and comes back from end() with the rest of the output, in order.
 
 /** What is known of a report before its first record: discovery's findings and the options. */
 export interface ReportHead {
@@ -188,13 +190,64 @@ export interface ReportHead {
   withSummary: boolean;
 }
 
+/** Where a writer puts the stdout text it lays out, until end() takes it. */
+export interface OutputGather {
+  add(text: string): void;
+  take(): string | Uint8Array;
+}
+
+/** Gathers the text as strings (the library's renderers return strings). */
+export class TextGather implements OutputGather {
+  private parts: string[] = [];
+
+  add(text: string): void {
+    this.parts.push(text);
+  }
+
+  take(): string {
+    const text = this.parts.join('');
+    this.parts = [];
+    return text;
+  }
+}
+
 /**
- * The table or document is gathered as UTF-8 in pieces of this many bytes, each written once the
- * next record would not fit: a few large writes, and no string of pending output for a scavenge to
- * copy (a growing rope of records survived every scavenge and was promoted). A piece is never
- * reused, so a write that completes later still has its bytes.
+ * Gathers the text as UTF-8 in one buffer that doubles when full, for one write at the end: no
+ * string of pending output for a scavenge to copy, and no partial output before the last record.
+ * A buffer once taken is never written again, so a write that completes later keeps its bytes.
  */
-const PIECE_BYTES = 1 << 16;
+export class BufferGather implements OutputGather {
+  private buffer: Buffer;
+  private used = 0;
+
+  constructor(expectedBytes = 0) {
+    this.buffer = Buffer.allocUnsafe(Math.max(1 << 16, expectedBytes));
+  }
+
+  add(text: string): void {
+    // At most 3 UTF-8 bytes per UTF-16 unit: room enough that Buffer.write never cuts the text.
+    const most = text.length * 3;
+    if (this.used + most > this.buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(2 * this.buffer.length, this.used + most));
+      this.buffer.copy(grown, 0, 0, this.used);
+      this.buffer = grown;
+    }
+    this.used += this.buffer.write(text, this.used, 'utf8');
+  }
+
+  take(): Uint8Array {
+    const taken = this.buffer.subarray(0, this.used);
+    this.buffer = Buffer.allocUnsafe(1 << 16);
+    this.used = 0;
+    return taken;
+  }
+}
+
+/** One piece of output, in the order it is written. */
+export interface OutputPiece {
+  stream: 'stdout' | 'stderr';
+  data: string | Uint8Array;
+}
 
 /** An indented JSON value nested one level in the document: Python's indent=2 layout. */
 function nestedJson(value: unknown): string {
@@ -202,7 +255,11 @@ function nestedJson(value: unknown): string {
   return JSON.stringify(value, null, 2).replace(/\n/g, '\n  ');
 }
 
-/** A record as the `units` array holds it in renderJson's document (4 spaces in, no trailing comma). */
+/**
+ * A record as the `units` array holds it (4 spaces in, no trailing comma): what JSON.stringify
+ * (json.dumps indent=2) writes for buildRecord's keys in their order, written out here because it
+ * is made 10,000 times a sweep (pure.test.ts checks the whole document against pyJsonDumps).
+ */
 function recordJson(record: UnitRecord): string {
   let errors = '[]';
   if (record.errors.length > 0) {
@@ -225,8 +282,6 @@ function recordJson(record: UnitRecord): string {
 }
 
 export class ReportWriter {
-  private piece: Buffer | null = null;
-  private used = 0;
   private shownCount = 0;
   private partial: boolean;
   private readonly counter: SummaryCounter | null;
@@ -235,7 +290,7 @@ export class ReportWriter {
     private readonly head: ReportHead,
     private readonly json: boolean,
     private readonly binName: string,
-    private readonly write: WriteOutput,
+    private readonly gather: OutputGather,
   ) {
     this.partial = head.discoveryErrors.length > 0;
     this.counter = head.withSummary ? new SummaryCounter() : null;
@@ -256,46 +311,38 @@ export class ReportWriter {
     this.counter?.add(record);
   }
 
-  /** Lays out a shown record; the output is written a piece at a time. */
+  /** Lays out a shown record. */
   show(record: UnitRecord): void {
     this.put(this.json ? (this.shownCount === 0 ? '\n' : ',\n') + recordJson(record) : recordText(record, this.head.includeLegacyPid));
     this.shownCount += 1;
   }
 
-  /** Writes the rest; returns whether the sweep was partial (exit 1). */
-  end(): boolean {
+  /** Whether anything was not fully observed (exit 1), counting every record so far. */
+  get isPartial(): boolean {
+    return this.partial;
+  }
+
+  /**
+   * The whole output in order: for JSON the document; for text the table, the discovery failures
+   * (stderr), the summary and safety lines, and the incomplete notice (stderr) when partial.
+   */
+  end(): OutputPiece[] {
     const summary = this.counter?.summary();
     if (this.json) {
       let rest = `${this.shownCount === 0 ? ']' : '\n  ]'},\n  "safety": ${JSON.stringify(SAFETY_SENTENCE)}`;
       if (summary !== undefined) rest += `,\n  "summary": ${nestedJson(summary)}`;
       this.put(`${rest}\n}\n`);
-      this.flush();
-    } else {
-      this.flush();
-      if (this.head.discoveryErrors.length > 0) this.write('stderr', discoveryFailureText(this.head.discoveryErrors, this.binName));
-      this.write('stdout', closingText(summary));
-      if (this.partial) this.write('stderr', incompleteText(this.binName));
+      return [{ stream: 'stdout', data: this.gather.take() }];
     }
-    return this.partial;
+    const pieces: OutputPiece[] = [{ stream: 'stdout', data: this.gather.take() }];
+    if (this.head.discoveryErrors.length > 0) pieces.push({ stream: 'stderr', data: discoveryFailureText(this.head.discoveryErrors, this.binName) });
+    pieces.push({ stream: 'stdout', data: closingText(summary) });
+    if (this.partial) pieces.push({ stream: 'stderr', data: incompleteText(this.binName) });
+    return pieces;
   }
 
-  /** Adds stdout text to the current piece (ensure_ascii applied for --json). */
+  /** Adds stdout text (ensure_ascii applied for --json). */
   private put(text: string): void {
-    const data = this.json ? toAsciiJson(text) : text;
-    // At most 3 UTF-8 bytes per UTF-16 unit: a bound that never lets Buffer.write cut a record.
-    const most = data.length * 3;
-    if (this.piece !== null && this.used + most > PIECE_BYTES) this.flush();
-    if (most > PIECE_BYTES) {
-      this.write('stdout', data);
-      return;
-    }
-    this.piece ??= Buffer.allocUnsafe(PIECE_BYTES);
-    this.used += this.piece.write(data, this.used, 'utf8');
-  }
-
-  private flush(): void {
-    if (this.piece !== null && this.used > 0) this.write('stdout', this.piece.subarray(0, this.used));
-    this.piece = null;
-    this.used = 0;
+    this.gather.add(this.json ? toAsciiJson(text) : text);
   }
 }

@@ -125,6 +125,11 @@ export interface DisplayOptions {
   sort: SortOrder;
 }
 
+/** The display filter: whether `--min-tail-bytes` lets a record be listed (an unknown tail counts as 0). */
+export function isShown(record: UnitRecord, minTailBytes: number): boolean {
+  return (record.tail_bytes ?? 0) >= minTailBytes;
+}
+
 /**
  * The listed units: a display filter (unknown tail counts as 0), then the chosen order.
  * `inPathOrder` says the records are known to be in path order already (a sweep of one root
@@ -132,7 +137,7 @@ export interface DisplayOptions {
  */
 export function selectShown(records: readonly UnitRecord[], { minTailBytes, sort }: DisplayOptions, inPathOrder = false): UnitRecord[] {
   // A tail is never negative, so a bound of 0 or less (the default) hides nothing.
-  const shown = minTailBytes <= 0 ? records.slice() : records.filter((r) => (r.tail_bytes ?? 0) >= minTailBytes);
+  const shown = minTailBytes <= 0 ? records.slice() : records.filter((r) => isShown(r, minTailBytes));
   if (sort === 'path' && inPathOrder) return shown;
   // Without a surrogate anywhere, UTF-16 order (the native comparison) is code point order; and
   // records in discovery order from one root are in path order already, which one pass can tell.

@@ -173,12 +173,14 @@ function lines(list: readonly string[]): string {
 
 // --- the one layout of both outputs, fed a record at a time ---------------------------------------
 //
-// ReportWriter lays out the document (or the table) a record at a time: renderJson and renderText
+// ReportWriter lays out the document (or the table) as records come: renderJson and renderText
 // feed it a whole Report, and the bin feeds it each record as the sweep makes it, so a record dies
 // young instead of surviving scavenge after scavenge until the end (10,000 kept records cost tens
 // of milliseconds of garbage collection). It keeps only counters (the summary, whether the sweep
-// is partial); the stdout text it lays out goes to a gather (strings for the library, one growing
-// buffer for the bin) and comes back from end() with the rest of the output, in order.
+// is partial) and, for JSON, the few hundred shown records not yet laid out; the stdout text goes
+// to a gather (strings for the library, one growing buffer for the bin) and comes back from end()
+// with the rest of the output, in order. Every part of the document is laid out by JSON.stringify
+// (json.dumps indent=2 for plain data) and only spliced here.
 
 /** What is known of a report before its first record: discovery's findings and the options. */
 export interface ReportHead {
@@ -255,34 +257,25 @@ function nestedJson(value: unknown): string {
   return JSON.stringify(value, null, 2).replace(/\n/g, '\n  ');
 }
 
+/** How many shown records the JSON writer lays out at once (kept no longer than that). */
+const RECORDS_PER_LAYOUT = 512;
+
 /**
- * A record as the `units` array holds it (4 spaces in, no trailing comma): what JSON.stringify
- * (json.dumps indent=2) writes for buildRecord's keys in their order, written out here because it
- * is made 10,000 times a sweep (pure.test.ts checks the whole document against pyJsonDumps).
+ * Records as the document's `units` array holds them, each 4 spaces in, separated by `,\n`: laid
+ * out by JSON.stringify itself (json.dumps indent=2) as the elements of an array nested two deep,
+ * which is where the document holds them, and cut out of its brackets. One call lays out many
+ * records: a call per record costs more than the whole document in one.
  */
-function recordJson(record: UnitRecord): string {
-  let errors = '[]';
-  if (record.errors.length > 0) {
-    errors = '[';
-    for (let i = 0; i < record.errors.length; i += 1) {
-      const e = record.errors[i]!;
-      errors += `${i === 0 ? '' : ','}\n        {\n          "stage": ${JSON.stringify(e.stage)},\n          "error": ${JSON.stringify(e.error)}\n        }`;
-    }
-    errors += '\n      ]';
-  }
-  let text =
-    `    {\n      "unit": ${JSON.stringify(record.unit)},\n      "errors": ${errors},\n` +
-    `      "result_path_state": ${JSON.stringify(record.result_path_state)},\n      "result": ${JSON.stringify(record.result)},\n` +
-    `      "result_target": ${record.result_target === null ? 'null' : JSON.stringify(record.result_target)},\n` +
-    `      "tail_bytes": ${record.tail_bytes === null ? 'null' : String(record.tail_bytes)}`;
-  // As JSON.stringify: a key whose value is undefined is left out.
-  const pid = record.legacy_pid_unverified;
-  if (pid !== undefined) text += `,\n      "legacy_pid_unverified": ${pid === null ? 'null' : JSON.stringify(pid)}`;
-  return `${text}\n    }`;
+function recordsJson(records: readonly UnitRecord[]): string {
+  // `[\n  [\n` before the first record and `\n  ]\n]` after the last.
+  return JSON.stringify([records], null, 2).slice(6, -6);
 }
 
 export class ReportWriter {
   private shownCount = 0;
+  /** Shown records not yet laid out (JSON only). */
+  private pending: UnitRecord[] = [];
+  private laidOut = 0;
   private partial: boolean;
   private readonly counter: SummaryCounter | null;
 
@@ -311,10 +304,22 @@ export class ReportWriter {
     this.counter?.add(record);
   }
 
-  /** Lays out a shown record. */
+  /** Lays out a shown record (JSON: with the next few hundred, in one call). */
   show(record: UnitRecord): void {
-    this.put(this.json ? (this.shownCount === 0 ? '\n' : ',\n') + recordJson(record) : recordText(record, this.head.includeLegacyPid));
     this.shownCount += 1;
+    if (!this.json) {
+      this.put(recordText(record, this.head.includeLegacyPid));
+      return;
+    }
+    this.pending.push(record);
+    if (this.pending.length === RECORDS_PER_LAYOUT) this.layOutPending();
+  }
+
+  private layOutPending(): void {
+    if (this.pending.length === 0) return;
+    this.put((this.laidOut === 0 ? '\n' : ',\n') + recordsJson(this.pending));
+    this.laidOut += this.pending.length;
+    this.pending = [];
   }
 
   /** Whether anything was not fully observed (exit 1), counting every record so far. */
@@ -329,6 +334,7 @@ export class ReportWriter {
   end(): OutputPiece[] {
     const summary = this.counter?.summary();
     if (this.json) {
+      this.layOutPending();
       let rest = `${this.shownCount === 0 ? ']' : '\n  ]'},\n  "safety": ${JSON.stringify(SAFETY_SENTENCE)}`;
       if (summary !== undefined) rest += `,\n  "summary": ${nestedJson(summary)}`;
       this.put(`${rest}\n}\n`);

@@ -8,6 +8,7 @@ export {
   type ResultTarget,
   LEGAL_RESULT_PAIRS,
   isLegalResultPair,
+  entryPathText,
   resolveEntry,
   classifyTarget,
   failedClassification,
@@ -18,6 +19,7 @@ export {
   type FsPath,
   type ObservedPath,
   decodeSurrogateEscape,
+  encodeSurrogateEscape,
   isUtf8,
   childPath,
 } from './names.js';

@@ -162,7 +162,7 @@ describe('read-only and never blocking', () => {
     expect(byName.get('prun-task-nul')?.legacy_pid_unverified).toBe('12\u000034');
     expect(byName.get('prun-task-badutf8-entry')).toMatchObject({
       result: 'missing',
-      result_target: `${out}/\ufffd\ufffd.md`,
+      result_target: `${out}/\udcff\udcfe.md`,
       errors: [],
     });
     expect(byName.get('prun-task-\udcff\udcfe\udc80')).toMatchObject({

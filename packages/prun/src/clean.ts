@@ -11,7 +11,7 @@ import { groupThousands } from '@prun/report-state';
 import { STATE_FILES, isStateDirNameOf, readResultPathEntry } from '@prun/unit-state';
 import { tryFlock } from '@prun/kit/fs';
 import { batchDirProblem } from '@prun/unit-state/ledger';
-import { batchPaths, type BatchPaths } from './batch.js';
+import { batchPaths, type BatchPaths } from './paths.js';
 import { BatchError, EXIT } from './errors.js';
 import { readLedger, resolveBatchDir, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
 import { drivenBy, liveLockHolder, takeDriverLock } from './lock.js';

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { statRegularFile } from '@prun/monitor';
 import { STATE_FILES } from '@prun/unit-state';
-import { batchPaths } from './batch.js';
+import { batchPaths } from './paths.js';
 import { BatchError, EXIT } from './errors.js';
 import { readLedger, type LedgerEntry } from './ledger.js';
 import { liveLockHolder } from './lock.js';

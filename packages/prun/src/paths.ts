@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
-import { BATCH_FILES } from '@prun/unit-state/ledger';
+import { BATCH_FILES, batchDirProblem } from '@prun/unit-state/ledger';
+import { BatchError, EXIT } from './errors.js';
 import { LOCK_FILE } from './lock.js';
 
 /** The files and folders of a batch directory, all absolute whatever the caller's cwd. */
@@ -24,3 +25,13 @@ export function batchPaths(dir: string) {
   };
 }
 export type BatchPaths = ReturnType<typeof batchPaths>;
+
+/**
+ * Refuses (exit 2) a directory that is not a batch, in the wording every command uses: `not a
+ * batch directory (WHY): DIR`, WHY from unit-state's batchDirProblem (no such directory, not a
+ * directory, no plan.json, no ledger.jsonl, ...).
+ */
+export function refuseNonBatchDir(dir: string): void {
+  const problem = batchDirProblem(dir);
+  if (problem !== null) throw new BatchError(`not a batch directory (${problem}): ${dir}`, EXIT.usage);
+}

@@ -116,6 +116,23 @@ describe('what a prun command loads', () => {
   });
 });
 
+describe('a directory that is not a batch', () => {
+  it('is named the same way by every command that takes one', async () => {
+    box = sandbox();
+    const missing = join(box.root, 'nowhere');
+    const empty = join(box.root, 'empty');
+    mkdirSync(empty);
+    const commands = (dir: string) => [['status', dir], ['status', dir, '--json'], ['log', dir, 'a'], ['cancel', dir, 'a'], ['clean', dir], ['batch', '--resume', dir], ['batch', '--retry-failed', dir]];
+    for (const [dir, why] of [[missing, 'no such directory'], [empty, 'no plan.json']] as const) {
+      for (const args of commands(dir)) {
+        const refused = await prun(args, { env: box.env });
+        expect(refused.exitCode, args.join(' ')).toBe(2);
+        expect(String(refused.stderr), args.join(' ')).toBe(`prun: not a batch directory (${why}): ${dir}`);
+      }
+    }
+  });
+});
+
 describe('prun clone', () => {
   it('makes a throwaway clone without a remote and refuses an existing directory', async () => {
     box = sandbox();

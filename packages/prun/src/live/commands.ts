@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { readHead } from '@prun/kit/fs';
 import { MONITOR_ENV, readSecondsSetting } from '@prun/monitor';
 import { STATE_FILES } from '@prun/unit-state';
-import { batchPaths, type BatchPaths } from '../paths.js';
+import { batchPaths, refuseNonBatchDir, type BatchPaths } from '../paths.js';
 import { BatchError, EXIT } from '../errors.js';
 import { readLedger, resolveBatchDir, type LedgerEntry } from '../ledger.js';
 import { liveLockHolder } from '../lock.js';
@@ -29,7 +29,8 @@ async function openForWatch(dir: string, graceMs: number): Promise<{ paths: Batc
   // An empty DIR is a usage error here as for every batch command, never the current directory.
   const paths = batchPaths(resolveBatchDir(dir, process.cwd()));
   // A batch directory appears whole (laid out aside, then renamed): only a missing one is worth a wait.
-  if (!(await awaitBatchDir(paths, existsSync(paths.dir) ? 0 : graceMs))) throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, EXIT.usage);
+  await awaitBatchDir(paths, existsSync(paths.dir) ? 0 : graceMs);
+  refuseNonBatchDir(paths.dir);
   try {
     return { paths, ids: loadPlan(paths.plan).units.map((unit) => unit.id) };
   } catch (error) {

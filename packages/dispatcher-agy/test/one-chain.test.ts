@@ -22,6 +22,22 @@ const skip =
   plan.isolation.kind !== 'pid' ? `skipped: ${plan.isolation.reason}` : !isAbsolute(realUnshare) ? 'skipped: unshare is not on PATH' : null;
 const title = (text: string): string => (skip === null ? text : `${text} (${skip})`);
 
+/** Processes of a launch chain started for `dispatcher` up to its launcher (whose argv names that pid after `--`). */
+function chainOf(dispatcher: number): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+      const at = argv.indexOf('--');
+      if (argv.some((word) => word.includes('No pragma or module is loaded')) && argv[at + 1] === String(dispatcher) && processRunning(Number(name))) found.push(Number(name));
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return found;
+}
+
 /** A PATH whose `unshare` records its pid (which stays the chain leader's: it execs) and runs the real one. */
 function countingPath(root: Root): { path: string; starts: () => number[] } {
   const bin = join(root.dir, 'counting-bin');
@@ -100,16 +116,21 @@ describe.concurrent('the bin\'s early start', () => {
     const root = pool.root();
     const counting = countingPath(root);
     const missing = join(root.dir, 'no-such-prompt.txt');
+    let dispatcher = 0;
     const run = await runNode([BIN, '--prompt-file', missing, '--result-file', root.result, '--unit-id', 'unit_a', '--mode', 'plan'], {
       env: { ...root.baseEnv(), PRUN_ISOLATE: 'auto', PATH: counting.path },
       cwd: root.dir,
       timeoutMs: 30_000,
+      onSpawn: (pid) => (dispatcher = pid),
     });
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
     expect(root.stateDirs()).toEqual([]);
-    // The bin starts its chain while it loads, before it validates: it must not outlive the refusal.
-    expect(counting.starts()).toHaveLength(1);
+    // The bin starts its chain while it loads, before it validates (it may be killed before it
+    // gets as far as unshare): no link of it may outlive the refusal.
+    expect(counting.starts().length).toBeLessThanOrEqual(1);
+    await waitFor(() => chainOf(dispatcher).length === 0, 5_000, `no launch chain of dispatcher ${dispatcher} left (${chainOf(dispatcher).join(', ')})`);
+    // Once past the launcher the chain is unshare and its namespace (the counted pid).
     for (const leader of counting.starts()) await waitFor(() => !processRunning(leader), 5_000, `early chain ${leader} gone`);
   });
 });

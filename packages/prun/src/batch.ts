@@ -171,6 +171,8 @@ interface Live {
   /** The monitor library's memory of this unit's tail growth. */
   memory: UnitMemory;
   stallReported: boolean;
+  /** When `observe` first looks at it (ms since epoch): a unit that ends sooner is never looked at. */
+  firstLookAt: number;
 }
 
 /** A follow-up turn to run instead of a fresh dispatch. */
@@ -191,6 +193,16 @@ const LEDGER_SYNC_WITHIN_MS = 200;
  * an adopted dispatch): a unit's own end comes as a notice and does not wait for a look.
  */
 const OBSERVE_EVERY_MS = 200;
+
+/**
+ * How long a unit this driver handed over runs before its first look (its state dir line, its
+ * tail watched for stalls): a unit that ends sooner costs no look and no state-dir line of its
+ * own. Growth before the first look counts as seen then, so the look comes after at most a
+ * quarter of the stall threshold (PRUN_STALL_THRESHOLD) when that is shorter.
+ */
+function firstLookAfterMs(stallSeconds: number): number {
+  return Math.min(1000, stallSeconds * 250);
+}
 
 /** How long a unit waits when its dispatcher found an earlier worker still in its directory. */
 const BUSY_RETRY_MS = 5000;
@@ -305,7 +317,8 @@ export class BatchRun {
    */
   private findRunning(id: string, entry: LedgerEntry): Live | null {
     const attempt = entry.attempt ?? 0;
-    const live = (how: Live['how'], pid: number, start: string | null): Live => ({ how, pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false });
+    // An adopted dispatch is looked at from the first step on: its end shows only there.
+    const live = (how: Live['how'], pid: number, start: string | null): Live => ({ how, pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false, firstLookAt: 0 });
     const host = supervisorOf(entry);
     if (host !== null) return hostedState(this.paths.dir, host, id, attempt).kind === 'running' ? live('hosted', host.pid, host.start) : null;
     const resultPath = this.paths.result(id);
@@ -638,7 +651,8 @@ export class BatchRun {
       stdout: this.paths.stdoutLog(id),
       stderr: this.paths.stderrLog(id),
     });
-    this.live.set(id, { how: 'own', pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false });
+    const handedOverAt = Date.now();
+    this.live.set(id, { how: 'own', pid, attempt, start, memory: initialMemory(handedOverAt), stallReported: false, firstLookAt: handedOverAt + firstLookAfterMs(this.settings.stallSeconds) });
     this.settings.progress(`started ${id}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
   }
 
@@ -676,10 +690,15 @@ export class BatchRun {
     return isDispatcherFor(live.pid, this.paths.result(id), live.start) ? null : { exitCode: null };
   }
 
-  /** Periodic look at running units: record state dirs as they appear, watch tails for stalls. */
+  /**
+   * Periodic look at running units: record state dirs as they appear, watch tails for stalls,
+   * see adopted dispatches end. A unit this driver handed over is first looked at after
+   * `firstLookAfterMs`: one that ends sooner has its state dir in its end line only.
+   */
   private observe(): void {
     const now = Date.now();
     for (const [id, live] of this.live) {
+      if (now < live.firstLookAt) continue;
       const entry = this.latest.get(id)!;
       if (entry.state_dir === null) {
         const stateDir = stateDirFromLog(this.paths.stdoutLog(id));

@@ -39,6 +39,12 @@
 //                dynamic imports that loads it, so a command loads no other command's code. With
 //                --code-cache every chunk but the entry and the edge gets its cache, and every
 //                chunk requires the others through the loader.
+// --subcommands-together (with --split) a command that routes to subcommands of its own package
+//                (prun's cli.js: each of prun's own commands is a module of dist/ it imports
+//                dynamically) gets one more chunk with what those subcommands load statically beyond
+//                the command: they share most of it, and a chunk per set of subcommands sharing each
+//                module costs each start a read, a seal check and a compile per chunk. What they
+//                load only behind a further dynamic import (prun's live panel) keeps its own chunk.
 //
 // Every bundled module keeps its own `import.meta.url`: the URL of its tsc file (dist/...), which
 // stays beside the bundle, so `new URL('../../bin/x.js', import.meta.url)` in dist/commands/ or a
@@ -63,6 +69,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The prefix of every file this script writes into dist/. */
 export const BUNDLE_PREFIX = 'bundle-';
+
+/** A workspace package's declarations of its bins (packages/NAME/dist/spec.js, kit/spec's shape). */
+const DECLARATION = /[\\/]packages[\\/][a-z0-9-]+[\\/]dist[\\/]spec\.js$/u;
 
 /** A module of a workspace package's tsc output (packages/NAME/dist/...). */
 const WORKSPACE_DIST = /[\\/]packages[\\/][a-z0-9-]+[\\/]dist[\\/]/u;
@@ -166,7 +175,7 @@ function moduleGraph() {
   };
   // rolldown builds when the bundle is written, so the groups read the graph only once chunking
   // asks: one group whose name function names each module's command (null: rolldown's own split).
-  const commandGroups = (entry) => {
+  const commandGroups = (entry, { dist = null } = {}) => {
     let commandOf = null;
     const name = (id) => {
       if (commandOf === null) {
@@ -174,10 +183,35 @@ function moduleGraph() {
         const closures = roots.map((root) => closure(root));
         // What the entry loads itself (snapshot-tail's interpreter.js) stays with the entry.
         const atStart = closure(entry);
+        const commandName = (root) => root.split(/[\\/]/u).pop().replace(/\.js$/u, '');
+        // --subcommands-together (`dist`): a command that routes to subcommands of its own package
+        // (modules of dist/ that it, or what it loads statically, imports dynamically) gets one more chunk, NAME-subcommands, with
+        // everything those subcommands load statically beyond the command itself and its other
+        // dynamic imports. They share most
+        // of their code, and every chunk costs a start a read, a seal check and a compile: left to
+        // rolldown, that code would be a chunk per set of subcommands sharing each module.
+        // The packages' declarations (each package's dist/spec.js, what `prun help` and completion
+        // read of every fronted tool) and what they load make one chunk of their own, so that help
+        // loads neither the subcommands nor a chunk per declaration.
+        const together = new Map();
+        if (dist !== null) {
+          roots.forEach((root, index) => {
+            const loaded = [...new Set([...closures[index]].flatMap((module) => modules.get(module)?.dynamic ?? []))];
+            for (const declaration of loaded.filter((module) => DECLARATION.test(module))) {
+              for (const module of closure(declaration)) if (!closures[index].has(module)) together.set(module, `${commandName(root)}-declarations`);
+            }
+            for (const sub of loaded.filter((module) => module.startsWith(dist))) {
+              for (const module of closure(sub)) {
+                if (!closures[index].has(module) && !together.has(module)) together.set(module, `${commandName(root)}-subcommands`);
+              }
+            }
+          });
+        }
         commandOf = (module) => {
           if (atStart.has(module)) return null;
           const holders = roots.filter((_, index) => closures[index].has(module));
-          return holders.length === 1 ? holders[0].split(/[\\/]/u).pop().replace(/\.js$/u, '') : null;
+          if (holders.length === 1) return commandName(holders[0]);
+          return holders.length === 0 ? (together.get(module) ?? null) : null;
         };
       }
       return commandOf(id);
@@ -187,9 +221,10 @@ function moduleGraph() {
   return { plugin, commandGroups };
 }
 
-export async function bundleBins({ packageDir, entries, lazy = [], eager = [], cjs = false, edge = false, codeCache = false, split = false }) {
+export async function bundleBins({ packageDir, entries, lazy = [], eager = [], cjs = false, edge = false, codeCache = false, split = false, subcommandsTogether = false }) {
   if (codeCache && !(cjs && edge)) throw new Error('tools/bundle-bin.mjs: --code-cache needs --cjs --edge');
   if (split && !(cjs && edge)) throw new Error('tools/bundle-bin.mjs: --split needs --cjs --edge');
+  if (subcommandsTogether && !split) throw new Error('tools/bundle-bin.mjs: --subcommands-together needs --split');
   const { rolldown } = await import('rolldown');
   const dist = `${resolve(packageDir, 'dist')}${sep}`;
   const graph = moduleGraph();
@@ -203,7 +238,7 @@ export async function bundleBins({ packageDir, entries, lazy = [], eager = [], c
       try {
         // --split's groups read the module graph, which the build finds when the bundle is written.
         const groups = split
-          ? [...chunkGroups({ entries: [entry], lazy, eager }).filter((group) => group.name === 'edge'), ...graph.commandGroups(entry)]
+          ? [...chunkGroups({ entries: [entry], lazy, eager }).filter((group) => group.name === 'edge'), ...graph.commandGroups(entry, { dist: subcommandsTogether ? dist : null })]
           : chunkGroups({ entries: edge ? [entry] : [], lazy, eager }).filter((group) => edge || group.name === 'command');
         const { output } = await bundle.write({
           dir: dist,
@@ -359,15 +394,15 @@ export function eagerLoadProblem(output, { split = false } = {}) {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
   const { values, positionals } = parseArgs({
-    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true }, eager: { type: 'string', multiple: true }, cjs: { type: 'boolean' }, edge: { type: 'boolean' }, 'code-cache': { type: 'boolean' }, split: { type: 'boolean' } },
+    options: { entry: { type: 'string', multiple: true }, lazy: { type: 'string', multiple: true }, eager: { type: 'string', multiple: true }, cjs: { type: 'boolean' }, edge: { type: 'boolean' }, 'code-cache': { type: 'boolean' }, split: { type: 'boolean' }, 'subcommands-together': { type: 'boolean' } },
     allowPositionals: true,
   });
   if (!values.entry?.length || positionals.length > 1) {
-    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ...] [--eager PATH ...] [--cjs [--edge [--split] [--code-cache]]]\n');
+    process.stderr.write('usage: node tools/bundle-bin.mjs [PACKAGE_DIR] --entry NAME [--entry NAME ...] [--lazy PATH ...] [--eager PATH ...] [--cjs [--edge [--split [--subcommands-together]] [--code-cache]]]\n');
     process.exit(2);
   }
   try {
-    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [], eager: values.eager ?? [], cjs: values.cjs ?? false, edge: values.edge ?? false, codeCache: values['code-cache'] ?? false, split: values.split ?? false });
+    await bundleBins({ packageDir: positionals[0] ?? process.cwd(), entries: values.entry, lazy: values.lazy ?? [], eager: values.eager ?? [], cjs: values.cjs ?? false, edge: values.edge ?? false, codeCache: values['code-cache'] ?? false, split: values.split ?? false, subcommandsTogether: values['subcommands-together'] ?? false });
   } catch (error) {
     process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(1);

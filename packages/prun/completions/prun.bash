@@ -140,6 +140,7 @@ _prun() {
     "clone|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "clone|1") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;
     "completion|0") COMPREPLY+=($(compgen -W 'bash zsh fish' -- "$cur")) ;;
+    "help|0") COMPREPLY+=($(compgen -W 'batch cancel status wait log clean clone completion help dispatch monitor gather report-state snapshot-tail quota models env job' -- "$cur")) ;;
     "monitor|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "monitor|"*) compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -d -- "$cur")) ;;
     "gather|0") compopt -o filenames 2>/dev/null; COMPREPLY+=($(compgen -f -- "$cur")) ;;

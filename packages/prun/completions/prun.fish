@@ -287,6 +287,8 @@ function __prun_complete
             __fish_complete_path "$cur"
         case 'completion|0'
             printf '%s\n' 'bash' 'zsh' 'fish'
+        case 'help|0'
+            printf '%s\n' 'batch' 'cancel' 'status' 'wait' 'log' 'clean' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job'
         case 'monitor|0'
             __fish_complete_directories "$cur"
         case 'monitor|''*'

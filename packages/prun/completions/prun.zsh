@@ -138,6 +138,7 @@ _prun() {
     ("clone|0") _files -/ ;;
     ("clone|1") _files ;;
     ("completion|0") compadd -- 'bash' 'zsh' 'fish' ;;
+    ("help|0") compadd -- 'batch' 'cancel' 'status' 'wait' 'log' 'clean' 'clone' 'completion' 'help' 'dispatch' 'monitor' 'gather' 'report-state' 'snapshot-tail' 'quota' 'models' 'env' 'job' ;;
     ("monitor|0") _files -/ ;;
     ("monitor|"*) _files -/ ;;
     ("gather|0") _files ;;

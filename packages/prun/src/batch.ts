@@ -1,5 +1,5 @@
 import { existsSync, renameSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { signalExitCode } from '@prun/kit/cli';
 import { TIMEOUT_SETTING } from '@prun/dispatcher-agy';
 import { classifyUnit, initialMemory, observeUnit, probeDispatch, type UnitMemory } from '@prun/monitor';
@@ -7,9 +7,8 @@ import { publishAtomic, renderFallback, resultShapeLines } from '@prun/unit-stat
 import { throwawayClone, CloneError } from './clone.js';
 import { dispatcherOptions, type DispatchRequest } from './dispatcher.js';
 import { EXIT } from './errors.js';
-import { LOCK_FILE } from './lock.js';
+import type { BatchPaths } from './paths.js';
 import { appendLedger, syncLedger, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
-import { BATCH_FILES } from '@prun/unit-state/ledger';
 import { countsAgainstBatch, isFailedStatus, supervisorDeathText, unitOutcome, type UnitOutcome } from './outcome.js';
 import { clearCancelRequest, pendingCancelRequests, publishStoppedResult } from './cancel-requests.js';
 import { haltReached, type HaltRule } from './halt.js';
@@ -33,28 +32,7 @@ import {
 
 export { BatchError } from './errors.js';
 
-/** The files and folders of a batch directory, all absolute whatever the caller's cwd. */
-export function batchPaths(dir: string) {
-  const root = resolve(dir);
-  return {
-    dir: root,
-    plan: join(root, BATCH_FILES.plan),
-    ledger: join(root, BATCH_FILES.ledger),
-    lock: join(root, LOCK_FILE),
-    prompts: join(root, 'prompts'),
-    results: join(root, 'results'),
-    clones: join(root, 'clones'),
-    logs: join(root, 'logs'),
-    prompt: (id: string) => join(root, 'prompts', `${id}.md`),
-    /** The prompt of a follow-up turn that asks an `invalid` unit to restate its result. */
-    restatePrompt: (id: string) => join(root, 'prompts', `${id}.restate.md`),
-    result: (id: string) => join(root, 'results', `${id}.md`),
-    clone: (id: string) => join(root, 'clones', id),
-    stdoutLog: (id: string) => join(root, 'logs', `${id}.stdout`),
-    stderrLog: (id: string) => join(root, 'logs', `${id}.stderr`),
-  };
-}
-export type BatchPaths = ReturnType<typeof batchPaths>;
+export { batchPaths, type BatchPaths } from './paths.js';
 
 export interface BatchSettings {
   jobs: number;

@@ -7,6 +7,7 @@ import { closeSync } from 'node:fs';
 import { BatchRun, batchPaths } from './batch.js';
 import { writeCancelRequest } from './cancel-requests.js';
 import { BatchError, EXIT } from './errors.js';
+import { refuseNonBatchDir } from './paths.js';
 import { readLedger, resolveBatchDir, type LedgerEntry } from './ledger.js';
 import { liveLockHolder } from './lock.js';
 import { openBatch, refuseDamagedLedger } from './open.js';
@@ -38,6 +39,7 @@ const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(do
 /** The plan's unit ids, refusing (exit 2, nothing changed) a directory that is not a batch or an id it lacks. */
 function checkIds(dir: string, ids: string[]): string[] {
   const paths = batchPaths(dir);
+  refuseNonBatchDir(paths.dir);
   let known: string[];
   try {
     known = loadPlan(paths.plan).units.map((unit) => unit.id);

@@ -10,8 +10,7 @@ import { CliError } from '@prun/kit/cli';
 import { groupThousands } from '@prun/report-state';
 import { STATE_FILES, isStateDirNameOf, readResultPathEntry } from '@prun/unit-state';
 import { tryFlock } from '@prun/kit/fs';
-import { batchDirProblem } from '@prun/unit-state/ledger';
-import { batchPaths, type BatchPaths } from './batch.js';
+import { batchPaths, refuseNonBatchDir, type BatchPaths } from './paths.js';
 import { BatchError, EXIT } from './errors.js';
 import { readLedger, resolveBatchDir, type LedgerEntry, type LedgerRead, type UnitStatus } from './ledger.js';
 import { drivenBy, liveLockHolder, takeDriverLock } from './lock.js';
@@ -295,8 +294,7 @@ function readCleanLedger(paths: BatchPaths): LedgerRead {
  */
 export async function runClean(dirArg: string, options: CleanOptions, env: NodeJS.ProcessEnv, cwd: string, warn: (line: string) => void): Promise<number> {
   const paths = batchPaths(resolveBatchDir(dirArg, cwd));
-  const problem = batchDirProblem(paths.dir);
-  if (problem !== null) throw new BatchError(`not a batch directory (${problem}): ${paths.dir}`, EXIT.usage);
+  refuseNonBatchDir(paths.dir);
   // A ledger that would be refused is refused before the lock, so a refusal creates nothing
   // (not even driver.lock); it is read again under the lock, where it cannot change meanwhile.
   readCleanLedger(paths);

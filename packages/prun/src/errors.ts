@@ -1,5 +1,4 @@
-import { CliError } from '@prun/kit/cli';
-import { QUOTA_EXHAUSTED_EXIT } from '@prun/quota';
+import { CliError, EXIT_TEMPFAIL } from '@prun/kit/cli';
 
 /** prun's own exit codes (docs/exit-codes.md); 1-100 is a finished batch's count of failed and invalid units. */
 export const EXIT = {
@@ -8,8 +7,12 @@ export const EXIT = {
   failed: 1,
   usage: 2,
   internal: 70,
-  /** The batch stopped on a quota refusal under --no-quota-wait. */
-  quota: QUOTA_EXHAUSTED_EXIT,
+  /**
+   * The batch stopped on a quota refusal under --no-quota-wait: the code the quota gate refuses
+   * with (quota's QUOTA_EXHAUSTED_EXIT, kit's temporary refusal). Taken from kit, not quota, so
+   * prun's command line (spec.ts) loads no quota code; test/cli.test.ts holds the two equal.
+   */
+  quota: EXIT_TEMPFAIL,
   /** Another prun process drives this batch directory. */
   busy: 101,
   /** The ledger is damaged (a bad line before the last, or missing or empty beside a batch's state). */

@@ -387,7 +387,9 @@ export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string
   } catch (error) {
     const left = abandonedLayouts(paths.dir);
     const hint = left.length === 0 ? '' : `; a prun killed while creating it left ${basename(left[0]!)} beside it, from which nothing ran: start the batch again with prun batch PLAN --dir ${dir}`;
-    throw new BatchError(`not a batch directory (${code(error)}): ${paths.dir}${hint}`, EXIT.usage);
+    // Worded as every other command words it (paths.ts refuseNonBatchDir); another errno as it is.
+    const why = code(error) === 'ENOENT' ? 'no such directory' : code(error);
+    throw new BatchError(`not a batch directory (${why}): ${paths.dir}${hint}`, EXIT.usage);
   }
   if (!stat.isDirectory()) throw new BatchError(`not a batch directory (not a directory): ${paths.dir}`, EXIT.usage);
   try {

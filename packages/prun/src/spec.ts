@@ -6,7 +6,7 @@ import { EXIT } from './errors.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 
-const OWN_COMMANDS: readonly CommandSpec[] = [
+const OWN_COMMANDS_BUT_HELP: readonly CommandSpec[] = [
   {
     name: 'batch',
     summary: 'run a whole fan-out from a JSON or YAML plan, with a ledger; resumable',
@@ -107,13 +107,20 @@ const OWN_COMMANDS: readonly CommandSpec[] = [
     description: 'bash: eval "$(prun completion bash)"; zsh: the same after compinit; fish: prun completion fish | source.',
     positionals: [{ name: 'SHELL', kind: 'choice', choices: SHELLS }],
   },
-  {
-    name: 'help',
-    summary: 'the help of prun or of one command',
-    usage: ['[COMMAND...]'],
-    positionals: [{ name: 'COMMAND', kind: 'string', arity: 'many' }],
-  },
 ];
+
+/** `prun help`: completion offers every command's name for its first word, prun's and the fronted bins'. */
+const HELP_COMMAND: CommandSpec = {
+  name: 'help',
+  summary: 'the help of prun or of one command',
+  usage: ['[COMMAND...]'],
+  positionals: [
+    { name: 'COMMAND', kind: 'string', arity: 'optional', suggest: [...OWN_COMMANDS_BUT_HELP.map((command) => command.name), 'help', ...TOOL_COMMANDS.map((tool) => tool.name)] },
+    { name: 'SUBCOMMAND', kind: 'string', arity: 'many' },
+  ],
+};
+
+const OWN_COMMANDS: readonly CommandSpec[] = [...OWN_COMMANDS_BUT_HELP, HELP_COMMAND];
 
 /** prun's own part: what `prun --version` and the parse of prun's own commands need (no bin's spec loaded). */
 export const OWN_SPEC: BinSpec = {

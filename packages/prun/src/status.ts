@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { statRegularFile } from '@prun/monitor';
 import { STATE_FILES } from '@prun/unit-state';
-import { batchPaths } from './batch.js';
+import { batchPaths, refuseNonBatchDir } from './paths.js';
 import { BatchError, EXIT } from './errors.js';
 import { readLedger, type LedgerEntry } from './ledger.js';
 import { liveLockHolder } from './lock.js';
@@ -48,7 +48,7 @@ export interface BatchStatus {
  */
 export function batchStatus(dir: string): BatchStatus {
   const paths = batchPaths(dir);
-  if (!existsSync(paths.plan)) throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, EXIT.usage);
+  refuseNonBatchDir(paths.dir);
   let ids: string[];
   try {
     ids = loadPlan(paths.plan).units.map((unit) => unit.id);

@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TOOL_COMMANDS } from '../src/index.js';
+import { QUOTA_EXHAUSTED_EXIT } from '@prun/quota';
+import { EXIT, TOOL_COMMANDS } from '../src/index.js';
 import { prun, repoRoot, sandbox, writePlan, type Sandbox } from './helpers.js';
 
 let box: Sandbox | undefined;
@@ -59,6 +60,75 @@ describe('prun front door', () => {
       const direct = await execa(process.execPath, [binPath(tool.bin), '--help'], { env: box.env, extendEnv: false, reject: false });
       expect(viaPrun.exitCode, tool.name).toBe(direct.exitCode);
       expect(viaPrun.stdout, tool.name).toBe(direct.stdout);
+    }
+  });
+});
+
+/**
+ * The modules a prun command line loads: every bundle chunk it reads (tools/bundle-bin.mjs), as the
+ * modules rolldown put in it (its `// dist/x.js` region comments), recorded by a preload that
+ * watches fs.readFileSync, the one read that require and the code-cache loader make of a chunk.
+ */
+async function modulesLoadedBy(root: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | undefined; modules: string[] }> {
+  const log = join(root, `loaded-${Math.random().toString(36).slice(2)}.log`);
+  const record = join(root, 'record-chunks.cjs');
+  writeFileSync(
+    record,
+    `const fs = require('node:fs');\nconst read = fs.readFileSync;\nfs.readFileSync = function (path, ...rest) {\n` +
+      `  if (typeof path === 'string' && path.endsWith('.cjs')) fs.appendFileSync(${JSON.stringify(log)}, path + '\\n');\n` +
+      `  return read.call(this, path, ...rest);\n};\n`,
+  );
+  const result = await prun(args, { env: { ...env, NODE_OPTIONS: `--require=${record}` } });
+  const chunks = [...new Set(readFileSync(log, 'utf8').split('\n').filter(Boolean))];
+  const modules = chunks.flatMap((chunk) => [...readFileSync(chunk, 'utf8').matchAll(/^\/\/ ((?:\.\.\/)*[\w@./-]+\.js)$/gmu)].map((match) => match[1]!));
+  return { code: result.exitCode, modules };
+}
+
+describe('what a prun command loads', () => {
+  const driver = ['dist/batch.js', 'dist/open.js', 'dist/plan.js', 'dist/status.js', 'dist/live/commands.js'];
+  it('help, completion and a mistake the declaration refuses load the declarations only: no batch code, no zod', async () => {
+    box = sandbox();
+    for (const args of [['help'], ['--help'], ['completion', 'bash'], ['batch', '--bogus', 'plan.json'], ['status']]) {
+      const { code, modules } = await modulesLoadedBy(box.root, args, box.env);
+      expect(code, args.join(' ')).toBe(args[0] === 'help' || args[0] === '--help' || args[0] === 'completion' ? 0 : 2);
+      expect(modules, args.join(' ')).toContain('dist/cli.js');
+      for (const module of driver) expect(modules, args.join(' ')).not.toContain(module);
+      expect(modules.filter((module) => module.includes('/zod/')), args.join(' ')).toEqual([]);
+    }
+  });
+
+  it('status, wait and a dry run off a terminal load no live panel', async () => {
+    box = sandbox();
+    const plan = writePlan(box.root, [{ id: 'a', prompt: 'x' }]);
+    const dir = join(box.root, 'fan');
+    expect((await prun(['batch', plan, '--dir', dir, '--jobs', '1'], { env: box.env })).exitCode).toBe(0);
+    for (const args of [['status', dir], ['wait', dir], ['batch', plan, '--dry-run']]) {
+      const { code, modules } = await modulesLoadedBy(box.root, args, box.env);
+      expect(code, args.join(' ')).toBe(0);
+      expect(modules, args.join(' ')).toContain(args[0] === 'batch' ? 'dist/run/batch.js' : 'dist/status.js');
+      expect(modules, args.join(' ')).not.toContain('dist/live/live-panel.js');
+    }
+  });
+
+  it("holds a quota stop's exit code to the quota gate's own", () => {
+    // errors.ts takes it from kit so that prun's command line loads no quota code.
+    expect(EXIT.quota).toBe(QUOTA_EXHAUSTED_EXIT);
+  });
+});
+
+describe('a directory that is not a batch', () => {
+  it('is named the same way by every command that takes one', async () => {
+    box = sandbox();
+    const missing = join(box.root, 'nowhere');
+    const empty = join(box.root, 'empty');
+    mkdirSync(empty);
+    const commands = (dir: string) => [['status', dir], ['status', dir, '--json'], ['log', dir, 'a'], ['cancel', dir, 'a'], ['clean', dir], ['batch', '--resume', dir], ['batch', '--retry-failed', dir]];
+    for (const [dir, why] of [[missing, 'no such directory'], [empty, 'no plan.json']] as const) {
+      for (const args of commands(dir)) {
+        const refused = await prun(args, { env: box.env });
+        expect(refused.exitCode, args.join(' ')).toBe(2);
+        expect(String(refused.stderr), args.join(' ')).toBe(`prun: not a batch directory (${why}): ${dir}`);
+      }
     }
   });
 });

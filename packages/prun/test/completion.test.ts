@@ -54,6 +54,10 @@ for (const shell of ['bash', 'zsh', 'fish']) {
       expect(at('prun job ')).toEqual(expect.arrayContaining(['run', 'resume', 'wait', 'kill', 'peek', 'list']));
       expect(at('prun quota r').sort()).toEqual(['refresh', 'route']);
       expect(at('prun completion ').sort()).toEqual(['bash', 'fish', 'zsh']);
+      // `prun help COMMAND`: every command's name, prun's and the fronted bins'; nothing after it.
+      expect(at('prun help ')).toEqual(expect.arrayContaining(['batch', 'status', 'help', 'dispatch', 'job', 'quota', 'report-state']));
+      expect(at('prun help st').sort()).toEqual(['status']);
+      expect(at('prun help job ')).not.toContain('batch');
     });
 
     it('offers nested flags, the help and version flags included', () => {

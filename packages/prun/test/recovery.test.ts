@@ -291,7 +291,7 @@ describe('a batch killed while laying its directory out', () => {
     const resume = await prun(['batch', '--resume', 'fanout'], { env: box.env, cwd: work });
     expect(resume.exitCode).toBe(2);
     expect(resume.stderr).toBe(
-      `prun: not a batch directory (ENOENT): ${join(work, 'fanout')}; a prun killed while creating it left .fanout.prun-new-${dead.stdout}-0123abcd beside it, from which nothing ran: start the batch again with prun batch PLAN --dir fanout`,
+      `prun: not a batch directory (no such directory): ${join(work, 'fanout')}; a prun killed while creating it left .fanout.prun-new-${dead.stdout}-0123abcd beside it, from which nothing ran: start the batch again with prun batch PLAN --dir fanout`,
     );
     const fresh = await prun(['batch', 'plan.json', '--dir', 'fanout'], { env: box.env, cwd: work });
     expect(fresh.exitCode, String(fresh.stderr)).toBe(0);

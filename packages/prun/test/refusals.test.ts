@@ -205,7 +205,7 @@ describe('prun batch refuses before the first worker starts', () => {
       expectRefused(readOnly, `cannot write in ${results} (EROFS)`);
     }
     const notBatch = await prun(['batch', '--resume', 'nowhere'], { env: box.env, cwd: dir });
-    expectRefused(notBatch, `not a batch directory (ENOENT): ${dir}/nowhere`);
+    expectRefused(notBatch, `not a batch directory (no such directory): ${dir}/nowhere`);
     expect(readFileSync(join(dir, 'fanout', 'ledger.jsonl'), 'utf8')).toBe(ledgerBefore);
     expect(listing(dir)).toEqual(before);
     expect(workerCalls(box.logDir)).toHaveLength(calls);

@@ -1,9 +1,13 @@
 import { posix } from 'node:path';
 import { pyErrorName, pyStrip } from '@prun/kit/py';
 import type { EntryProblem } from '@prun/unit-state';
+import { decodeSurrogateEscape, isUtf8 } from './names.js';
 
-/** What a read of a state entry gave: its text, or why not (unit-state's EntryRead is one). */
-export type EntryText = { ok: true; text: string } | { ok: false; problem: EntryProblem };
+/**
+ * What a read of a state entry gave: its text (decoded with U+FFFD for bytes that are not UTF-8)
+ * and, where the reader has them, its bytes; or why not (unit-state's EntryRead is one).
+ */
+export type EntryText = { ok: true; text: string; bytes?: Uint8Array } | { ok: false; problem: EntryProblem };
 
 /** How far the unit's `result-file` entry got us towards a result path. */
 export type ResultPathState = 'resolved' | 'absent-entry' | 'invalid-entry' | 'unreadable';
@@ -62,6 +66,17 @@ function normalizeBelow(unit: string, entry: string): string | null {
   while (joined.length > 1 && joined.endsWith('/')) joined = joined.slice(0, -1);
   // A prefix test on normalized text, as the original: it does not resolve symlinks.
   return joined.startsWith(`${unit}/`) ? joined : null;
+}
+
+/**
+ * The `result-file` entry as the text of a path: when its bytes are not UTF-8, decoded as names
+ * are (each undecodable byte kept as the escape U+DC80+b, Python's surrogateescape), so the path
+ * stated is the one the entry names and JSON shows it as `\udcXX`, where U+FFFD would name
+ * another file. Other entries keep U+FFFD (their text is only shown, never a path).
+ */
+export function entryPathText(entry: EntryText): EntryText {
+  if (!entry.ok || entry.bytes === undefined || isUtf8(entry.bytes)) return entry;
+  return { ok: true, text: decodeSurrogateEscape(entry.bytes) };
 }
 
 /**

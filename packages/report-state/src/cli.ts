@@ -2,9 +2,9 @@ import { CliError, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, commandMain, packageVersi
 import { renderHelp } from '@prun/kit/spec';
 import { systemTempDir } from '@prun/unit-state';
 import { parseArgs } from './options.js';
-import { nodeObservationFs, sweep } from './observe.js';
-import { buildReport, isPartial } from './report.js';
-import { renderJson, renderText } from './render.js';
+import { nodeObservationFs, observeUnit, planSweep } from './observe.js';
+import { isShown, selectShown } from './report.js';
+import { BufferGather, ReportWriter } from './render.js';
 import { SPEC } from './spec.js';
 
 const BIN = SPEC.name;
@@ -32,20 +32,36 @@ export const main = commandMain(BIN, async (argv: string[]): Promise<number | vo
   // The default root is looked for only when no --root is given: probing the temp dir costs
   // system calls a sweep of the given roots does not need.
   const rootArgs = options.roots.length > 0 ? options.roots : scope === null ? [systemTempDir(process.env, cwd)] : scope.roots;
-  const observed = sweep(rootArgs, { includeLegacyPid: options.includeLegacyPid, cwd, only: scope?.stateDirs ?? null }, nodeObservationFs);
-  const report = buildReport({
-    ...observed,
-    display: { minTailBytes: options.minTailBytes, sort: options.sort },
-    withSummary: options.summary,
-    includeLegacyPid: options.includeLegacyPid,
-  });
-  if (options.json) {
-    process.stdout.write(renderJson(report));
-  } else {
-    if (scope !== null && scope.badLines.length > 0) {
-      process.stderr.write(`${BIN}: ledger lines ${scope.badLines.join(', ')} of ${scope.dir} are not valid entries; a state dir they name is not listed\n`);
-    }
-    for (const chunk of renderText(report, BIN)) process[chunk.stream].write(chunk.text);
+  const plan = planSweep(rootArgs, { cwd, only: scope?.stateDirs ?? null }, nodeObservationFs);
+  if (!options.json && scope !== null && scope.badLines.length > 0) {
+    process.stderr.write(`${BIN}: ledger lines ${scope.badLines.join(', ')} of ${scope.dir} are not valid entries; a state dir they name is not listed\n`);
   }
-  process.exitCode = isPartial(report) ? EXIT.partial : EXIT.ok;
+  const observeOptions = { includeLegacyPid: options.includeLegacyPid };
+  const head = {
+    roots: plan.roots,
+    discoveryErrors: plan.discoveryErrors,
+    unitCount: plan.units.length,
+    includeLegacyPid: options.includeLegacyPid,
+    withSummary: options.summary,
+  };
+  // The output is laid out into one buffer and written once at the end (observeUnit never throws,
+  // so nothing after the first record can fail but a write, and no output is cut short).
+  const writer = new ReportWriter(head, options.json, BIN, new BufferGather(plan.units.length * (options.json ? 320 : 96)));
+  if (options.sort === 'path' && plan.inPathOrder) {
+    // The units come in the order they are listed: each record is laid out as it is made and dies
+    // young (no 10,000 records kept alive until the end).
+    for (const unit of plan.units) {
+      const record = observeUnit(unit, observeOptions, nodeObservationFs);
+      writer.count(record);
+      if (isShown(record, options.minTailBytes)) writer.show(record);
+    }
+  } else {
+    // Another order needs every record first.
+    const records = plan.units.map((unit) => observeUnit(unit, observeOptions, nodeObservationFs));
+    for (const record of records) writer.count(record);
+    for (const record of selectShown(records, { minTailBytes: options.minTailBytes, sort: options.sort }, plan.inPathOrder)) writer.show(record);
+  }
+  const partial = writer.isPartial;
+  for (const piece of writer.end()) process[piece.stream].write(piece.data);
+  process.exitCode = partial ? EXIT.partial : EXIT.ok;
 });

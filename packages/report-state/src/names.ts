@@ -52,6 +52,23 @@ export function decodeSurrogateEscape(bytes: Uint8Array): string {
   return out;
 }
 
+/**
+ * The bytes a `decodeSurrogateEscape` text came from, as Python's `str.encode('utf-8',
+ * 'surrogateescape')` (os.fsencode) gives them: each escape U+DC80..U+DCFF is its byte again,
+ * everything else UTF-8.
+ */
+export function encodeSurrogateEscape(text: string): Buffer {
+  if (!SURROGATE.test(text)) return Buffer.from(text, 'utf8');
+  const bytes: number[] = [];
+  // for...of yields a surrogate pair as one code point and a lone surrogate as itself.
+  for (const char of text) {
+    const code = char.codePointAt(0)!;
+    if (code >= 0xdc80 && code <= 0xdcff) bytes.push(code - 0xdc00);
+    else for (const byte of Buffer.from(char, 'utf8')) bytes.push(byte);
+  }
+  return Buffer.from(bytes);
+}
+
 /** Whether the bytes are valid UTF-8, so a plain string names the same file. */
 export function isUtf8(bytes: Uint8Array): boolean {
   return bufferIsUtf8(bytes);
@@ -91,7 +108,8 @@ export function childPath(dir: ObservedPath, name: Buffer | string): ObservedPat
     const display = childPrefix(dir) + name;
     return { display, fs: display };
   }
-  const nameBytes = typeof name === 'string' ? Buffer.from(name, 'utf8') : name;
+  // A text name holding escapes (a path an entry named in bytes that are not UTF-8) is its bytes again.
+  const nameBytes = typeof name === 'string' ? encodeSurrogateEscape(name) : name;
   const display = childPrefix(dir) + decodeSurrogateEscape(nameBytes);
   if (typeof dir.fs === 'string' && isUtf8(nameBytes)) return { display, fs: display };
   const base = typeof dir.fs === 'string' ? Buffer.from(dir.fs, 'utf8') : dir.fs;

@@ -1,10 +1,11 @@
 import { accessSync, closeSync, constants, fstatSync, openSync, readSync, readdirSync, statSync, type Dirent } from 'node:fs';
-import { readHeadText } from '@prun/kit/fs';
+import { readHead, readHeadText } from '@prun/kit/fs';
 import { PY_WHITESPACE_CODE_POINTS, compareCodePoints, pyExceptionName } from '@prun/kit/py';
 import { resolve } from 'node:path';
 import { MAX_ENTRY_BYTES, STATE_FILES, isStateDirName } from '@prun/unit-state';
 import {
   classifyTarget,
+  entryPathText,
   failedClassification,
   legacyPidOf,
   resolveEntry,
@@ -14,7 +15,7 @@ import {
   type ResultTarget,
   type StatFact,
 } from './classify.js';
-import { childPath, childPrefix, decodeSurrogateEscape, entryPath, hasSurrogate, type FsPath, type ObservedPath } from './names.js';
+import { childPath, childPrefix, decodeSurrogateEscape, encodeSurrogateEscape, entryPath, hasSurrogate, isUtf8, type FsPath, type ObservedPath } from './names.js';
 import { buildRecord, type DiscoveryError, type UnitObservation, type UnitRecord } from './report.js';
 
 export interface FileFacts {
@@ -94,8 +95,15 @@ export const nodeObservationFs: ObservationFs = {
   // unit. A plain `dir/name` for the usual string path (path.join's normalizing is not needed for
   // a name from STATE_FILES under a listed unit); a Buffer path reaches a unit whose name is not
   // valid UTF-8.
-  readEntry: (unitDir, name) =>
-    readHeadText(typeof unitDir === 'string' ? `${unitDir}/${name}` : Buffer.concat([unitDir, Buffer.from(`/${name}`)]), ENTRY_READ),
+  readEntry: (unitDir, name) => {
+    const path = typeof unitDir === 'string' ? `${unitDir}/${name}` : Buffer.concat([unitDir, Buffer.from(`/${name}`)]);
+    const read = readHeadText(path, ENTRY_READ);
+    // Text with U+FFFD may hide bytes that are not UTF-8, which a result entry keeps (entryPathText):
+    // that rare entry is read again with its bytes, and that one read answers.
+    if (!read.ok || !read.text.includes('\ufffd')) return read;
+    const again = readHead(path, ENTRY_READ);
+    return again.ok ? { ok: true, text: again.text, bytes: again.bytes } : again;
+  },
 };
 
 /** PATH_MAX less NAME_MAX: below this, no listed name can make a path too long to stat. */
@@ -222,11 +230,13 @@ export function discoverUnits(
 
 /** The path to stat for the target an entry named (an in-unit entry through the unit's own bytes). */
 function targetPath(unit: ObservedPath, step: ResultTarget): FsPath {
-  return step.relative === null ? step.target : childPath(unit, step.relative).fs;
+  // A target holding escapes (an entry that is not UTF-8) is stated by the bytes it names.
+  if (step.relative === null) return hasSurrogate(step.target) ? encodeSurrogateEscape(step.target) : step.target;
+  return childPath(unit, step.relative).fs;
 }
 
 function observeResult(unit: ObservedPath, fs: ObservationFs): ResultOutcome {
-  const step = resolveEntry(fs.readEntry(unit.fs, STATE_FILES.resultFile), unit.display);
+  const step = resolveEntry(entryPathText(fs.readEntry(unit.fs, STATE_FILES.resultFile)), unit.display);
   if ('pathState' in step) return step;
   return classifyTarget(step.target, statFact(fs, targetPath(unit, step)));
 }
@@ -304,9 +314,18 @@ function quickRecord(unit: ObservedPath): UnitRecord | null {
     const buffer = (entryBuffer ??= Buffer.allocUnsafe(MAX_ENTRY_BYTES + 1));
     let length = 0;
     try {
-      if (!fstatSync(fd).isFile()) return null;
+      const stats = fstatSync(fd);
+      if (!stats.isFile()) return null;
+      // A read that brings the entry to the size fstat gave has read it all: a regular file does
+      // not need the read that answers 0 to say so (a file that grew meanwhile gives more bytes
+      // than that size and is read on to its end; one that reports no size, as procfs does, is
+      // read until a read answers 0).
+      const size = stats.size;
       let n: number;
-      while (length < buffer.length && (n = readSync(fd, buffer, length, buffer.length - length, length)) > 0) length += n;
+      while (length < buffer.length && (n = readSync(fd, buffer, length, buffer.length - length, length)) > 0) {
+        length += n;
+        if (length === size) break;
+      }
     } finally {
       closeSync(fd);
     }
@@ -317,7 +336,10 @@ function quickRecord(unit: ObservedPath): UnitRecord | null {
     let start = 0;
     while (start < length && isAsciiSpace(buffer[start]!)) start += 1;
     while (length > start && isAsciiSpace(buffer[length - 1]!)) length -= 1;
-    const step = resolveEntry({ ok: true, text: buffer.toString('utf8', start, length) }, unit.display);
+    const text = buffer.toString('utf8', start, length);
+    // Bytes that are not UTF-8 name their path as bytes: inspectUnit's (entryPathText).
+    if (text.includes('\ufffd') && !isUtf8(buffer.subarray(start, length))) return null;
+    const step = resolveEntry({ ok: true, text }, unit.display);
     outcome = 'pathState' in step ? step : classifyTarget(step.target, factOf(statSync(targetPath(unit, step), NO_THROW)));
   }
   const tail = tailBytesOf(factOf(statSync(`${dir}/${STATE_FILES.tail}`, NO_THROW)));
@@ -325,7 +347,7 @@ function quickRecord(unit: ObservedPath): UnitRecord | null {
 }
 
 /** A unit's record: through quickRecord when the sweep reads node:fs itself, else inspectUnit. */
-function observeUnit(unit: ObservedPath, options: { includeLegacyPid: boolean }, fs: ObservationFs): UnitRecord {
+export function observeUnit(unit: ObservedPath, options: { includeLegacyPid: boolean }, fs: ObservationFs = nodeObservationFs): UnitRecord {
   if (fs === nodeObservationFs && !options.includeLegacyPid) {
     let record: UnitRecord | null = null;
     try {
@@ -338,6 +360,31 @@ function observeUnit(unit: ObservedPath, options: { includeLegacyPid: boolean },
   return inspectUnit(unit, options, fs);
 }
 
+/** A sweep before its units are observed: what discovery found. */
+export interface SweepPlan {
+  roots: string[];
+  discoveryErrors: DiscoveryError[];
+  /** One record per unit is to come, in this order (observeUnit never throws). */
+  units: ObservedPath[];
+  /** The units are in path order (one root: discovery lists its units in code point order). */
+  inPathOrder: boolean;
+}
+
+/**
+ * Discovery of a sweep; roots are made absolute against `cwd` first. `only` keeps just the units
+ * at those absolute paths (a batch's recorded state dirs).
+ */
+export function planSweep(
+  rootArgs: readonly string[],
+  options: { cwd?: string; only?: ReadonlySet<string> | null },
+  fs: ObservationFs = nodeObservationFs,
+): SweepPlan {
+  const cwd = options.cwd ?? process.cwd();
+  const roots = rootArgs.map((root) => resolve(cwd, root));
+  const discovery = discoverUnits(roots, fs, options.only ?? null);
+  return { roots, discoveryErrors: discovery.errors, units: discovery.units, inPathOrder: roots.length === 1 };
+}
+
 export interface Sweep {
   roots: string[];
   discoveryErrors: DiscoveryError[];
@@ -346,18 +393,13 @@ export interface Sweep {
   inPathOrder: boolean;
 }
 
-/**
- * Discover and inspect every unit; roots are made absolute against `cwd` first. `only` keeps
- * just the units at those absolute paths (a batch's recorded state dirs).
- */
+/** Discover and inspect every unit (planSweep, then observeUnit for each). */
 export function sweep(
   rootArgs: readonly string[],
   options: { includeLegacyPid: boolean; cwd?: string; only?: ReadonlySet<string> | null },
   fs: ObservationFs = nodeObservationFs,
 ): Sweep {
-  const cwd = options.cwd ?? process.cwd();
-  const roots = rootArgs.map((root) => resolve(cwd, root));
-  const discovery = discoverUnits(roots, fs, options.only ?? null);
-  const records = discovery.units.map((unit) => observeUnit(unit, options, fs));
-  return { roots, discoveryErrors: discovery.errors, records, inPathOrder: roots.length === 1 };
+  const plan = planSweep(rootArgs, options, fs);
+  const records = plan.units.map((unit) => observeUnit(unit, options, fs));
+  return { roots: plan.roots, discoveryErrors: plan.discoveryErrors, records, inPathOrder: plan.inPathOrder };
 }

@@ -70,38 +70,52 @@ function countInto(counts: Record<string, number>, key: string): void {
 }
 
 /**
- * Counters over every record (not only the shown ones). A unit whose tail is 0 or unknown
- * counts toward neither byte counter; the two counters never overlap.
+ * Counters over every record (not only the shown ones), fed one record at a time so a streamed
+ * sweep need not keep its records. A unit whose tail is 0 or unknown counts toward neither byte
+ * counter; the two counters never overlap.
  */
-export function buildSummary(records: readonly UnitRecord[]): Summary {
-  let missingOrEmptyBytes = 0;
-  let missingOrEmptyUnits = 0;
-  let unresolvedBytes = 0;
-  let unresolvedUnits = 0;
-  const byResult: Record<string, number> = {};
-  const byPathState: Record<string, number> = {};
-  for (const record of records) {
-    countInto(byResult, record.result);
-    countInto(byPathState, record.result_path_state);
+export class SummaryCounter {
+  private units = 0;
+  private missingOrEmptyBytes = 0;
+  private missingOrEmptyUnits = 0;
+  private unresolvedBytes = 0;
+  private unresolvedUnits = 0;
+  private readonly byResult: Record<string, number> = {};
+  private readonly byPathState: Record<string, number> = {};
+
+  add(record: UnitRecord): void {
+    this.units += 1;
+    countInto(this.byResult, record.result);
+    countInto(this.byPathState, record.result_path_state);
     const bytes = record.tail_bytes ?? 0;
-    if (bytes <= 0) continue;
+    if (bytes <= 0) return;
     if (record.result === 'missing' || record.result === 'empty') {
-      missingOrEmptyBytes += bytes;
-      missingOrEmptyUnits += 1;
+      this.missingOrEmptyBytes += bytes;
+      this.missingOrEmptyUnits += 1;
     } else if (record.result === 'unknown') {
-      unresolvedBytes += bytes;
-      unresolvedUnits += 1;
+      this.unresolvedBytes += bytes;
+      this.unresolvedUnits += 1;
     }
   }
-  return {
-    units: records.length,
-    by_result: byResult,
-    by_path_state: byPathState,
-    missing_or_empty_result_bytes: missingOrEmptyBytes,
-    missing_or_empty_result_units: missingOrEmptyUnits,
-    unresolved_bytes: unresolvedBytes,
-    unresolved_units: unresolvedUnits,
-  };
+
+  summary(): Summary {
+    return {
+      units: this.units,
+      by_result: this.byResult,
+      by_path_state: this.byPathState,
+      missing_or_empty_result_bytes: this.missingOrEmptyBytes,
+      missing_or_empty_result_units: this.missingOrEmptyUnits,
+      unresolved_bytes: this.unresolvedBytes,
+      unresolved_units: this.unresolvedUnits,
+    };
+  }
+}
+
+/** The summary of a whole list of records (SummaryCounter over each). */
+export function buildSummary(records: readonly UnitRecord[]): Summary {
+  const counter = new SummaryCounter();
+  for (const record of records) counter.add(record);
+  return counter.summary();
 }
 
 export type SortOrder = 'path' | 'tail-bytes-desc';
@@ -111,6 +125,11 @@ export interface DisplayOptions {
   sort: SortOrder;
 }
 
+/** The display filter: whether `--min-tail-bytes` lets a record be listed (an unknown tail counts as 0). */
+export function isShown(record: UnitRecord, minTailBytes: number): boolean {
+  return (record.tail_bytes ?? 0) >= minTailBytes;
+}
+
 /**
  * The listed units: a display filter (unknown tail counts as 0), then the chosen order.
  * `inPathOrder` says the records are known to be in path order already (a sweep of one root
@@ -118,7 +137,7 @@ export interface DisplayOptions {
  */
 export function selectShown(records: readonly UnitRecord[], { minTailBytes, sort }: DisplayOptions, inPathOrder = false): UnitRecord[] {
   // A tail is never negative, so a bound of 0 or less (the default) hides nothing.
-  const shown = minTailBytes <= 0 ? records.slice() : records.filter((r) => (r.tail_bytes ?? 0) >= minTailBytes);
+  const shown = minTailBytes <= 0 ? records.slice() : records.filter((r) => isShown(r, minTailBytes));
   if (sort === 'path' && inPathOrder) return shown;
   // Without a surrogate anywhere, UTF-16 order (the native comparison) is code point order; and
   // records in discovery order from one root are in path order already, which one pass can tell.

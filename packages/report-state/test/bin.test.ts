@@ -80,6 +80,33 @@ describe('evidence pairs', () => {
     expect(record?.result_target).toBe(join(unit, 'r.md'));
   });
 
+  it('an entry naming a path that is not UTF-8 states that file, and JSON shows its bytes as \\udcXX', () => {
+    // The named file `res-\xff.md` is not empty; a decoy named as a lossy decoding would name it
+    // (`res-\ufffd.md`) is empty: reporting `empty` means the wrong file was stated.
+    const root = tempDir();
+    const out = tempDir();
+    const bytes = (...parts: Array<string | number[]>): Buffer => Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : Buffer.from(part))));
+    writeFileSync(bytes(out, '/res-', [0xff], '.md'), 'the result');
+    writeFileSync(join(out, 'res-\ufffd.md'), '');
+    makeUnit(root, 'absolute', { resultEntry: bytes(out, '/res-', [0xff], '.md\n') });
+    const relative = makeUnit(root, 'relative', { resultEntry: bytes('./r-', [0xfe, 0x41], '.md') });
+    writeFileSync(bytes(relative, '/r-', [0xfe, 0x41], '.md'), 'x');
+    writeFileSync(join(relative, 'r-\ufffdA.md'), '');
+    const missing = makeUnit(root, 'missing', { resultEntry: bytes(out, '/gone-', [0x80]) });
+    // A real U+FFFD in a UTF-8 entry is a character of the name, as before.
+    writeFileSync(join(out, 'real-\ufffd.md'), 'y');
+    makeUnit(root, 'real-fffd', { resultEntry: `${out}/real-\ufffd.md` });
+    const run = runBin(['--root', root, '--json']);
+    expect(run.status).toBe(0);
+    // As Python's json.dumps writes a surrogate escape: the six characters \udcff.
+    expect(run.stdout).toContain('/res-\\udcff.md"');
+    const units = new Map((JSON.parse(run.stdout) as JsonReport).units.map((u) => [u.unit, u]));
+    expect(units.get(join(root, 'prun-task-absolute'))).toMatchObject({ result_path_state: 'resolved', result: 'present', result_target: `${out}/res-\udcff.md`, errors: [] });
+    expect(units.get(relative)).toMatchObject({ result_path_state: 'resolved', result: 'present', result_target: `${relative}/r-\udcfeA.md`, errors: [] });
+    expect(units.get(missing)).toMatchObject({ result_path_state: 'resolved', result: 'missing', result_target: `${out}/gone-\udc80`, errors: [] });
+    expect(units.get(join(root, 'prun-task-real-fffd'))).toMatchObject({ result: 'present', result_target: `${out}/real-\ufffd.md` });
+  });
+
   it('no illegal pair can be emitted', () => {
     const root = tempDir();
     makeUnit(root, 'present', { resultEntry: join(root, 'out', 'r.md'), resultBody: 'body' });

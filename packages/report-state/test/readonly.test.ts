@@ -4,6 +4,7 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, symlinkSync, utimesSync, wr
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { STATE_FILES } from '@prun/unit-state';
 import { BIN, cleanupTempDirs, makeUnit, runBin, runJson, tempDir, treeHash, unprivilegedSpawn, type JsonReport } from './helpers.js';
 
 const servers: Server[] = [];
@@ -161,7 +162,7 @@ describe('read-only and never blocking', () => {
     expect(byName.get('prun-task-nul')?.legacy_pid_unverified).toBe('12\u000034');
     expect(byName.get('prun-task-badutf8-entry')).toMatchObject({
       result: 'missing',
-      result_target: `${out}/\ufffd\ufffd.md`,
+      result_target: `${out}/\udcff\udcfe.md`,
       errors: [],
     });
     expect(byName.get('prun-task-\udcff\udcfe\udc80')).toMatchObject({
@@ -260,6 +261,39 @@ describe.skipIf(!hasStrace)('under strace', () => {
         (call) => MUTATING_CALLS.test(call) || (/^(open|openat)\(/.test(call) && WRITE_FLAGS.test(call)),
       );
       expect(offending).toEqual([]);
+    }
+  });
+});
+
+describe.skipIf(!hasStrace)('system calls per unit, under strace', () => {
+  it('a usual unit costs stat, open, fstat, one read, close and two stats: the read that reaches the size fstat gave is the last', () => {
+    const root = tempDir();
+    const out = join(root, 'out');
+    mkdirSync(out);
+    const names = ['a', 'b', 'c'];
+    for (const name of names) writeFileSync(join(out, `${name}.md`), `# ${name}\n`);
+    const units = names.map((name) => makeUnit(root, name, { resultEntry: `${out}/${name}.md\n`, tail: 'x'.repeat(10) }));
+    const log = join(tempDir(), 'trace');
+    const run = spawnSync(
+      'strace',
+      ['-f', '-qq', '-o', log, '-e', 'trace=%stat,%file,%desc', process.execPath, BIN, '--root', root, '--json'],
+      { timeout: 30_000, encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } },
+    );
+    expect(run.status).toBe(0);
+    const calls = readFileSync(log, 'utf8')
+      .split('\n')
+      .map((line) => line.replace(/^\d+\s+/, ''));
+    for (const [i, unit] of units.entries()) {
+      const entry = `"${unit}/${STATE_FILES.resultFile}"`;
+      const opened = calls.findIndex((call) => call.startsWith('openat(') && call.includes(entry));
+      expect(opened).toBeGreaterThan(-1);
+      const fd = /= (\d+)$/.exec(calls[opened]!)?.[1];
+      expect(fd).toBeDefined();
+      const closed = calls.findIndex((call, i) => i > opened && call.startsWith(`close(${fd})`));
+      const onEntry = calls.slice(opened + 1, closed).filter((call) => call.startsWith(`read(${fd},`) || call.startsWith(`pread64(${fd},`));
+      expect(onEntry).toHaveLength(1);
+      expect(calls.filter((call) => call.includes(entry))).toHaveLength(2);
+      expect(calls.filter((call) => call.includes(`"${out}/${names[i]}.md"`) || call.includes(`"${unit}/${STATE_FILES.tail}"`))).toHaveLength(2);
     }
   });
 });

@@ -1,7 +1,7 @@
 // The upstream tests monkey-patched os.stat / os.open / classify_result. Here the same faults
 // go through the library's injectable file system facade.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { STATE_FILES, readSmallFile } from '@prun/unit-state';
@@ -249,6 +249,9 @@ describe("the sweep's own node:fs reading (the fast path) and inspectUnit throug
     mkdirSync(join(makeUnit(root, 'tail-dir', { resultEntry: `${out}/present.md`, tail: null }), STATE_FILES.tail));
     symlinkSync(makeUnit(join(root, 'real'), 'linked', { resultEntry: `${out}/present.md` }), join(root, 'prun-task-via-link'));
     symlinkSync(join(root, 'nowhere'), join(root, 'prun-task-dangling'));
+    // A regular file whose stat says 0 bytes though it holds text (procfs): read to its end all the
+    // same, not stopped at the size fstat gave.
+    symlinkSync('/proc/version', join(makeUnit(root, 'sizeless-entry'), STATE_FILES.resultFile));
     const odd = Buffer.concat([Buffer.from(`${root}/prun-task-odd-`), Buffer.from([0xff])]);
     mkdirSync(odd);
     writeFileSync(Buffer.concat([odd, Buffer.from('/result-file')]), `${out}/present.md`);
@@ -274,6 +277,8 @@ describe("the sweep's own node:fs reading (the fast path) and inspectUnit throug
       expect(errors).toContain(expected);
     }
     expect(quick.discoveryErrors).toEqual([{ stage: 'unit-entry', unit: join(root, 'prun-task-dangling'), error: 'FileNotFoundError' }]);
+    const sizeless = join(root, 'prun-task-sizeless-entry');
+    expect(quick.records.find((r) => r.unit === sizeless)?.result_target).toBe(join(sizeless, readFileSync('/proc/version', 'utf8').trim()));
   });
 });
 

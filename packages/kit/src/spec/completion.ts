@@ -47,7 +47,10 @@ function flatten(spec: BinSpec): Node[] {
             }))
           : [],
       ),
-      positionals: positionals.map((positional) => ({ kind: positional.kind, choices: positional.choices ?? [] })),
+      // A positional's suggestions complete as its choices would; only the parser leaves them open.
+      positionals: positionals.map((positional) =>
+        positional.suggest ? { kind: 'choice' as const, choices: positional.suggest } : { kind: positional.kind, choices: positional.choices ?? [] },
+      ),
       variadic: positionals.at(-1)?.arity === 'many',
       dashDashCommand: command.dashDash === 'command',
     });

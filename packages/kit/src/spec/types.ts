@@ -55,6 +55,11 @@ export interface PositionalSpec {
   /** With arity `many`: the least number. */
   min?: number;
   choices?: readonly string[];
+  /**
+   * Words completion offers for it that the parser does not enforce (`prun help`'s COMMAND: the
+   * command names, while a fronted command's subcommand may follow).
+   */
+  suggest?: readonly string[];
 }
 
 export interface EnvSpec {

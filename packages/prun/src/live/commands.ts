@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { readHead } from '@prun/kit/fs';
 import { MONITOR_ENV, readSecondsSetting } from '@prun/monitor';
 import { STATE_FILES } from '@prun/unit-state';
-import { batchPaths, type BatchPaths } from '../batch.js';
+import { batchPaths, refuseNonBatchDir, type BatchPaths } from '../paths.js';
 import { BatchError, EXIT } from '../errors.js';
 import { readLedger, resolveBatchDir, type LedgerEntry } from '../ledger.js';
 import { liveLockHolder } from '../lock.js';
@@ -13,7 +13,8 @@ import { loadPlan, PlanError } from '../plan.js';
 import { batchStatus, renderStatus } from '../status.js';
 import { stateDirFromLog } from '../units.js';
 import { unitDispatcherAlive } from '../supervise/alive.js';
-import { LivePanel, panelWanted } from './live-panel.js';
+import type { LivePanel } from './live-panel.js';
+import { panelWanted } from './wanted.js';
 import { TailRenderer } from './log.js';
 import { awaitBatchDir, batchEnd, readSummary, watchBatch, type BatchEnd } from './watch.js';
 
@@ -28,7 +29,8 @@ async function openForWatch(dir: string, graceMs: number): Promise<{ paths: Batc
   // An empty DIR is a usage error here as for every batch command, never the current directory.
   const paths = batchPaths(resolveBatchDir(dir, process.cwd()));
   // A batch directory appears whole (laid out aside, then renamed): only a missing one is worth a wait.
-  if (!(await awaitBatchDir(paths, existsSync(paths.dir) ? 0 : graceMs))) throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, EXIT.usage);
+  await awaitBatchDir(paths, existsSync(paths.dir) ? 0 : graceMs);
+  refuseNonBatchDir(paths.dir);
   try {
     return { paths, ids: loadPlan(paths.plan).units.map((unit) => unit.id) };
   } catch (error) {
@@ -108,6 +110,8 @@ export async function runStatusWatch(dirArg: string, env: NodeJS.ProcessEnv): Pr
   let panel: LivePanel | null = null;
   if (panelWanted(env) && look.end.kind === 'running') {
     const [stallName, stallDefault] = MONITOR_ENV.stallThresholdS;
+    // Loaded only for a person's terminal, as `prun batch` does (its terminal code and log-update).
+    const { LivePanel } = await import('./live-panel.js');
     panel = await LivePanel.open(
       {
         dir: dirArg,

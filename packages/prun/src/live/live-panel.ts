@@ -1,7 +1,6 @@
 // The panel on a terminal, redrawn on a timer: for `prun batch` (fed from the driver's memory)
 // and `prun status --watch` (fed from the ledger file). Whether to show it at all is
-// `panelWanted`; off a terminal the callers print exactly their plain lines.
-import { liveViewOn } from '@prun/monitor';
+// `panelWanted` (wanted.ts); off a terminal the callers print exactly their plain lines.
 import type { LedgerEntry } from '../ledger.js';
 import { NO_PAINT, panelLines, type PanelState } from './panel.js';
 import { PanelSampler, type SamplerOptions } from './sample.js';
@@ -12,14 +11,6 @@ import { openTerminal, type PanelTerminal } from './terminal.js';
  * each frame costs CPU the batch could use (the panel's budget is 1% of a batch's).
  */
 export const REDRAW_MS = 1000;
-
-/**
- * The panel is for a person at a terminal: stderr is a TTY, `TERM` is not `dumb`, `NO_COLOR` is
- * unset and no AI agent is the caller (the monitor's rule for its own live view).
- */
-export function panelWanted(env: NodeJS.ProcessEnv, stream: NodeJS.WriteStream = process.stderr): boolean {
-  return liveViewOn(env, stream.isTTY === true);
-}
 
 export interface PanelFeed {
   ids: readonly string[];

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { readHead, writeFileAtomic } from '@prun/kit/fs';
 import { Waker } from '@prun/monitor';
 import { z } from 'zod';
-import type { BatchPaths } from '../batch.js';
+import type { BatchPaths } from '../paths.js';
 import { countsAgainstBatch } from '../outcome.js';
 import type { UnitStatus } from '../ledger.js';
 import { batchExitCode } from '../schedule.js';

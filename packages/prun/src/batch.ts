@@ -17,6 +17,7 @@ import type { ResolvedUnit } from './plan.js';
 import { batchExitCode, decide, quotaRetryTime } from './schedule.js';
 import { entryHostedState, hostedState, supervisorOf } from './supervise/alive.js';
 import { SupervisorClient } from './supervise/client.js';
+import { withEnvChanges, type EnvChanges } from './supervise/records.js';
 import { removeDeadSupervisors } from './supervise/cleanup.js';
 import {
   findDispatcherFor,
@@ -104,15 +105,24 @@ export function unitMode(unit: ResolvedUnit): 'plan' | 'accept-edits' | null {
   return unit.mode ?? (unit.clone ? 'accept-edits' : null);
 }
 
+/**
+ * How a unit's dispatcher environment differs from the batch's (`base`): its clone (a scratch
+ * directory the batch's own environment names is never passed on), model and timeout. What a
+ * start request carries to the supervisor, whose own environment is the batch's.
+ */
+export function unitEnvChanges(base: NodeJS.ProcessEnv, unit: ResolvedUnit, cloneDir: string | null): EnvChanges {
+  const changes: EnvChanges = {};
+  if (cloneDir) changes.PRUN_SCRATCH_CWD = cloneDir;
+  else if (base.PRUN_SCRATCH_CWD !== undefined) changes.PRUN_SCRATCH_CWD = null;
+  if (unit.model) changes.ANTIGRAVITY_DISPATCH_MODEL = unit.model;
+  // The dispatcher's own deadline setting, so its worker is stopped on the dispatcher's path.
+  if (unit.timeoutSeconds !== null) changes[TIMEOUT_SETTING] = String(unit.timeoutSeconds);
+  return changes;
+}
+
 /** The environment a unit's dispatcher gets: the batch's, plus its clone, model and timeout. */
 export function unitEnv(base: NodeJS.ProcessEnv, unit: ResolvedUnit, cloneDir: string | null): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...base };
-  delete env.PRUN_SCRATCH_CWD;
-  if (cloneDir) env.PRUN_SCRATCH_CWD = cloneDir;
-  if (unit.model) env.ANTIGRAVITY_DISPATCH_MODEL = unit.model;
-  // The dispatcher's own deadline setting, so its worker is stopped on the dispatcher's path.
-  if (unit.timeoutSeconds !== null) env[TIMEOUT_SETTING] = String(unit.timeoutSeconds);
-  return env;
+  return withEnvChanges(base, unitEnvChanges(base, unit, cloneDir));
 }
 
 /** The text of the follow-up turn that asks a worker to restate its result in the return contract. */
@@ -139,12 +149,37 @@ interface Live {
   /** The monitor library's memory of this unit's tail growth. */
   memory: UnitMemory;
   stallReported: boolean;
+  /** When `observe` first looks at it (ms since epoch): a unit that ends sooner is never looked at. */
+  firstLookAt: number;
 }
 
 /** A follow-up turn to run instead of a fresh dispatch. */
 interface FollowUp {
   stateDir: string;
   restate: boolean;
+}
+
+/**
+ * How long a ledger line written without its own fsync (a unit's `done`, a state dir) waits for
+ * the next fsynced line (normally the next unit's hand-over) before the driver fsyncs it alone:
+ * what a power loss can lose of it (README, "The ledger").
+ */
+const LEDGER_SYNC_WITHIN_MS = 200;
+
+/**
+ * How often the driver looks at its running units (state dirs as they appear, stalls, the end of
+ * an adopted dispatch): a unit's own end comes as a notice and does not wait for a look.
+ */
+const OBSERVE_EVERY_MS = 200;
+
+/**
+ * How long a unit this driver handed over runs before its first look (its state dir line, its
+ * tail watched for stalls): a unit that ends sooner costs no look and no state-dir line of its
+ * own. Growth before the first look counts as seen then, so the look comes after at most a
+ * quarter of the stall threshold (PRUN_STALL_THRESHOLD) when that is shorter.
+ */
+function firstLookAfterMs(stallSeconds: number): number {
+  return Math.min(1000, stallSeconds * 250);
 }
 
 /** How long a unit waits when its dispatcher found an earlier worker still in its directory. */
@@ -181,8 +216,10 @@ export class BatchRun {
   private wake: (() => void) | null = null;
   /** This driver's supervisor: started with the first unit, again if it dies. */
   private supervisor: SupervisorClient | null = null;
-  /** Ledger lines written with `sync: false` and not fsynced yet (see `syncLedger`). */
-  private unsynced = false;
+  /** When the oldest ledger line written with `sync: false` and not fsynced yet was written (see `record`). */
+  private unsyncedSince: number | null = null;
+  /** When `observe` last looked at the running units. */
+  private observedAt = 0;
 
   /** `units` from the batch's own plan.json; `ledger` read (and its tail repaired) under the driver lock. */
   constructor(
@@ -197,10 +234,11 @@ export class BatchRun {
 
   /**
    * Append a unit's next ledger line. `sync: false` (a unit's end, a state dir as it appears) is
-   * written at once but fsynced with the next synced line, or by `syncLedger` before the driver
-   * waits again, whichever comes first: one fsync per scheduling step instead of one per line,
-   * off the path from one unit's end to the next unit's hand-over. Every other line is fsynced
-   * before this returns (README, "The ledger").
+   * written at once but fsynced with the next synced line (normally the next unit's hand-over),
+   * or once it has waited LEDGER_SYNC_WITHIN_MS for one, or before a hook or the driver's exit,
+   * whichever comes first: in a busy batch such lines cost no fsync of their own, and none is on
+   * the path from one unit's end to the next unit's hand-over. Every other line is fsynced before
+   * this returns (README, "The ledger").
    */
   private record(id: string, patch: Partial<LedgerEntry>, drop: (keyof LedgerEntry)[] = [], options: { sync?: boolean } = {}): LedgerEntry {
     const entry: LedgerEntry = { ...this.latest.get(id)!, ...patch };
@@ -213,16 +251,29 @@ export class BatchRun {
     const sync = options.sync !== false;
     appendLedger(this.paths.ledger, entry, undefined, { sync });
     // A synced append flushes every line written before it too.
-    this.unsynced = !sync;
+    this.unsyncedSince = sync ? null : (this.unsyncedSince ?? Date.now());
     this.latest.set(id, entry);
     return entry;
   }
 
-  /** fsync the lines written with `sync: false`, if any: called before the driver waits, and at its end. */
+  /** fsync the lines written with `sync: false`, if any: before a hook, after a reconcile, at the driver's end. */
   private syncLedger(): void {
-    if (!this.unsynced) return;
+    if (this.unsyncedSince === null) return;
     syncLedger(this.paths.ledger);
-    this.unsynced = false;
+    this.unsyncedSince = null;
+  }
+
+  /**
+   * Before the driver waits: fsync the lines written with `sync: false` once the oldest has
+   * waited LEDGER_SYNC_WITHIN_MS for a synced line to carry it. Returns how long the wait may
+   * last before they are due (Infinity when none waits).
+   */
+  private syncLedgerWhenDue(now: number): number {
+    if (this.unsyncedSince === null) return Infinity;
+    const left = this.unsyncedSince + LEDGER_SYNC_WITHIN_MS - now;
+    if (left > 0) return left;
+    this.syncLedger();
+    return Infinity;
   }
 
   private adopt(id: string, live: Live, stateDir: string | null): void {
@@ -244,7 +295,8 @@ export class BatchRun {
    */
   private findRunning(id: string, entry: LedgerEntry): Live | null {
     const attempt = entry.attempt ?? 0;
-    const live = (how: Live['how'], pid: number, start: string | null): Live => ({ how, pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false });
+    // An adopted dispatch is looked at from the first step on: its end shows only there.
+    const live = (how: Live['how'], pid: number, start: string | null): Live => ({ how, pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false, firstLookAt: 0 });
     const host = supervisorOf(entry);
     if (host !== null) return hostedState(this.paths.dir, host, id, attempt).kind === 'running' ? live('hosted', host.pid, host.start) : null;
     const resultPath = this.paths.result(id);
@@ -531,7 +583,7 @@ export class BatchRun {
       addDirs: unit.addDirs,
       continueFrom: followUp?.stateDir ?? null,
     };
-    const env = unitEnv(this.settings.env, unit, cloneDir);
+    const envChanges = unitEnvChanges(this.settings.env, unit, cloneDir);
     let host: SupervisorClient;
     try {
       host = this.ownSupervisor();
@@ -572,11 +624,13 @@ export class BatchRun {
       id,
       attempt,
       argv: dispatcherOptions(request),
-      env: Object.fromEntries(Object.entries(env).filter((pair): pair is [string, string] => pair[1] !== undefined)),
+      // The supervisor's own environment is the batch's (ownSupervisor): only the unit's changes go.
+      envChanges,
       stdout: this.paths.stdoutLog(id),
       stderr: this.paths.stderrLog(id),
     });
-    this.live.set(id, { how: 'own', pid, attempt, start, memory: initialMemory(Date.now()), stallReported: false });
+    const handedOverAt = Date.now();
+    this.live.set(id, { how: 'own', pid, attempt, start, memory: initialMemory(handedOverAt), stallReported: false, firstLookAt: handedOverAt + firstLookAfterMs(this.settings.stallSeconds) });
     this.settings.progress(`started ${id}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
   }
 
@@ -614,10 +668,15 @@ export class BatchRun {
     return isDispatcherFor(live.pid, this.paths.result(id), live.start) ? null : { exitCode: null };
   }
 
-  /** Periodic look at running units: record state dirs as they appear, watch tails for stalls. */
+  /**
+   * Periodic look at running units: record state dirs as they appear, watch tails for stalls,
+   * see adopted dispatches end. A unit this driver handed over is first looked at after
+   * `firstLookAfterMs`: one that ends sooner has its state dir in its end line only.
+   */
   private observe(): void {
     const now = Date.now();
     for (const [id, live] of this.live) {
+      if (now < live.firstLookAt) continue;
       const entry = this.latest.get(id)!;
       if (entry.state_dir === null) {
         const stateDir = stateDirFromLog(this.paths.stdoutLog(id));
@@ -692,11 +751,14 @@ export class BatchRun {
       for (const [id, dep] of decision.failForDependency) this.failWithoutRun(id, `dependency ${dep} ${this.latest.get(dep)!.status}`);
       if (decision.failForDependency.length > 0) continue;
       for (const id of decision.start) this.start(id);
-      // What this step wrote unsynced (a unit's end, a state dir) reaches the disk before the wait.
-      this.syncLedger();
+      // What was written unsynced (a unit's end, a state dir) and has waited long enough for a
+      // hand-over to carry it reaches the disk now; the rest is due before the wait can end.
+      const afterStarts = Date.now();
+      const syncDueIn = this.syncLedgerWhenDue(afterStarts);
       if (decision.finished) break;
-      const tickMs = 200;
-      const waitMs = decision.wakeAt === null ? tickMs : Math.max(0, Math.min(tickMs, decision.wakeAt - now));
+      // The running units are looked at every OBSERVE_EVERY_MS, not after every unit's end.
+      const observeDueIn = this.observedAt + OBSERVE_EVERY_MS - afterStarts;
+      const waitMs = Math.max(0, Math.min(OBSERVE_EVERY_MS, observeDueIn, syncDueIn, decision.wakeAt === null ? Infinity : decision.wakeAt - afterStarts));
       await new Promise<void>((resolveWait) => {
         const timer = setTimeout(done, waitMs);
         function done(): void {
@@ -706,7 +768,11 @@ export class BatchRun {
         this.wake = done;
       });
       this.wake = null;
-      this.observe();
+      const woke = Date.now();
+      if (woke - this.observedAt >= OBSERVE_EVERY_MS) {
+        this.observedAt = woke;
+        this.observe();
+      }
     }
     this.syncLedger();
     // Nothing runs any more: let the supervisor go, and clear away the folders of dead ones.

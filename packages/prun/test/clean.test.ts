@@ -197,7 +197,7 @@ describe('prun clean', () => {
     openAtEnd.push('hold');
     const fan = join(work, 'fan');
     const driver = prun(['batch', 'plan.json', '--dir', 'fan', '--jobs', '2'], { env: box.env, cwd: work });
-    await waitFor(() => existsSync(join(fan, 'ledger.jsonl')) && lines(fan).some((l) => l.id === 'a' && l.status === 'done') && lines(fan).some((l) => l.id === 'live' && l.dispatcher_pid !== undefined), 'a done and live running');
+    await waitFor(() => existsSync(join(fan, 'ledger.jsonl')) && lines(fan).some((l) => l.id === 'a' && l.status === 'done') && lines(fan).some((l) => l.id === 'live' && l.dispatcher_pid !== undefined && l.state_dir !== null), 'a done and live running, its state dir recorded');
     const aDirs = stateDirsOf(fan, 'a');
 
     const busy = await prun(['clean', 'fan'], { env: box.env, cwd: work });

@@ -1,6 +1,8 @@
 // prun's overhead on a whole fan-out, two ways:
 // - speed: a 100-unit batch of instant fake-agy units beside 100 bare fake-agy worker runs at
-//   the same concurrency (the floor: the workers themselves), interleaved rounds, medians;
+//   the same concurrency (the floor: the workers themselves), interleaved rounds, medians; and
+//   where a batch's CPU goes per unit: the driver, the supervisor (prun's own processes), and
+//   the launch chain (setpriv, perl, unshare: the dispatcher's isolation) beside the workers;
 // - memory: a 50-unit batch with all 50 units running (fake agy that never ends), the summed
 //   RSS of prun's own processes (the driver and the batch's supervisor, and any dispatcher
 //   process), beside the goal of 600 MiB and beside 50 standalone `prun-dispatch-agy` processes
@@ -21,8 +23,9 @@ const GOAL_MIB = 600;
 
 function exec(command, args, options) {
   return new Promise((resolve, reject) => {
-    const { input, ...rest } = options ?? {};
+    const { input, onChild, ...rest } = options ?? {};
     const child = spawn(command, args, { stdio: ['pipe', 'ignore', 'ignore'], ...rest });
+    onChild?.(child);
     child.on('error', reject);
     child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args[1] ?? ''} exited ${code}`))));
     child.stdin.end(input);
@@ -51,6 +54,64 @@ function childrenCpuMs() {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // Fields 16 and 17 of stat(5), counted from the state field (3).
   return (Number(fields[13]) + Number(fields[14])) * 10;
+}
+
+/**
+ * The CPU milliseconds of one process (`self`: utime + stime) and of its waited-for descendants
+ * (`children`: cutime + cstime), from /proc/<pid>/stat; null once it is gone.
+ */
+function cpuOfProcess(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14-17 of stat(5), counted from the state field (3); clock ticks of 10 ms.
+    return { self: (Number(fields[11]) + Number(fields[12])) * 10, children: (Number(fields[13]) + Number(fields[14])) * 10 };
+  } catch {
+    return null;
+  }
+}
+
+/** The pid of `driver`'s batch supervisor (its child running the supervisor bundle), or null. */
+function supervisorOf(driver) {
+  try {
+    for (const pid of readFileSync(`/proc/${driver}/task/${driver}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('bundle-supervise-main')) return Number(pid);
+    }
+  } catch {
+    // gone meanwhile
+  }
+  return null;
+}
+
+/**
+ * Run a batch (`exec` of its driver with the child handed to `onChild`) and split its CPU: the
+ * driver's own (all waited-for CPU less what the driver waited for), the supervisor's own (its
+ * last sample, taken every 20 ms, before it exits), and everything the supervisor waited for
+ * (the launch chains and the workers). Sampling two stat files every 20 ms costs the bench
+ * process, not the batch.
+ */
+async function splitBatchCpu(run) {
+  let driver = null;
+  let supervisor = null;
+  let lastDriver = null;
+  let lastSupervisor = null;
+  const timer = setInterval(() => {
+    if (driver === null) return;
+    supervisor ??= supervisorOf(driver);
+    const d = cpuOfProcess(driver);
+    if (d !== null) lastDriver = d;
+    const s = supervisor === null ? null : cpuOfProcess(supervisor);
+    if (s !== null) lastSupervisor = s;
+  }, 20);
+  const result = await timed(() => run((child) => (driver = child.pid)));
+  clearInterval(timer);
+  // The driver has reaped its supervisor (so its children's CPU holds the supervisor's and all
+  // below it) before the last sample unless it exited within 20 ms of it: then it is not split.
+  if (lastDriver === null || lastSupervisor === null || lastDriver.children === 0) return { ...result, split: null };
+  return {
+    ...result,
+    split: { driver: result.cpuMs - lastDriver.children, supervisor: lastSupervisor.self, chainAndWorkers: lastDriver.children - lastSupervisor.self },
+  };
 }
 
 /** Wall and CPU milliseconds of `fn`, which must be the only work of this process's children meanwhile. */
@@ -136,7 +197,9 @@ async function speed(ctx, env, root) {
         pool(UNITS, jobs, () => exec(fakeAgy, ['--input-format', 'stream-json', '--output-format', 'stream-json', '--model', 'gemini-3.8-flash-high', '--mode', 'plan'], { env, input: line })),
       ),
     );
-    batch.push(await timed(() => exec(process.execPath, [prunBin, 'batch', plan, '--dir', join(root, `batch-${round}`), '--jobs', String(jobs), '--json'], { env, cwd: root })));
+    batch.push(
+      await splitBatchCpu((onChild) => exec(process.execPath, [prunBin, 'batch', plan, '--dir', join(root, `batch-${round}`), '--jobs', String(jobs), '--json'], { env, cwd: root, onChild })),
+    );
   }
   const row = (label, samples) => ({ label, ms: median(samples.map((s) => s.ms)), cpuMs: median(samples.map((s) => s.cpuMs)) });
   const rows = [row(`${UNITS} bare fake-agy runs, ${jobs} at a time (floor)`, floor), row(`prun batch of ${UNITS} instant units, --jobs ${jobs}`, batch)];
@@ -147,6 +210,15 @@ async function speed(ctx, env, root) {
       .map((n) => n.toFixed(2))
       .join(' ')}\n`,
   );
+  const splits = batch.map((sample) => sample.split).filter((split) => split !== null);
+  if (splits.length > 0) {
+    const perUnit = (pick) => (median(splits.map(pick)) / UNITS).toFixed(1);
+    const workers = rows[0].cpuMs / UNITS;
+    process.stdout.write(
+      `  CPU per unit (medians of ${splits.length}): driver ${perUnit((s) => s.driver)} ms, supervisor ${perUnit((s) => s.supervisor)} ms` +
+        ` (prun's own, start-up included); launch chains and workers ${perUnit((s) => s.chainAndWorkers)} ms, of which the bare workers (floor) ${workers.toFixed(1)} ms\n`,
+    );
+  }
   return rows;
 }
 

@@ -89,11 +89,29 @@ export interface StartRequest {
   attempt: number;
   /** The dispatcher's options, exactly as `prun-dispatch-agy` would get them. */
   argv: string[];
-  /** The unit's whole environment (never written to disk). */
-  env: Record<string, string>;
+  /**
+   * How the unit's environment differs from the supervisor's own, which is the driver's batch
+   * environment it was started with (`unitEnvChanges` in src/batch.ts): a variable set to this
+   * value, or removed (null). Never written to disk. Only the difference goes over the socket,
+   * so a hand-over does not copy, encode and parse the whole environment once per unit.
+   */
+  envChanges: EnvChanges;
   /** Where the unit's stdout (its STATE-DIR line) and stderr go: the batch's logs/<id>.*. */
   stdout: string;
   stderr: string;
+}
+
+/** Environment variables to set (a string) or remove (null), over a base environment. */
+export type EnvChanges = Record<string, string | null>;
+
+/** `base` with `changes` applied, as a new object (`base` is not touched). */
+export function withEnvChanges(base: NodeJS.ProcessEnv, changes: EnvChanges): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...base };
+  for (const [name, value] of Object.entries(changes)) {
+    if (value === null) delete env[name];
+    else env[name] = value;
+  }
+  return env;
 }
 
 /** What the supervisor tells its driver when a unit's dispatch has ended (after its record). */

@@ -19,7 +19,7 @@ import { CliError, EXIT_INTERNAL, EXIT_OK, STOP_SIGNALS, type StopSignal } from 
 import { isValidUnitId } from '@prun/unit-state';
 import { processStartTime } from '../units.js';
 import { startDispatch, type HostedDispatch } from './host.js';
-import { lineSplitter, supervisorPaths, writeHostedRecord, type EndNotice, type StartRequest, type SupervisorPaths } from './records.js';
+import { lineSplitter, supervisorPaths, withEnvChanges, writeHostedRecord, type EndNotice, type StartRequest, type SupervisorPaths } from './records.js';
 
 /** A request line longer than this is not from our driver (a whole environment fits many times). */
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
@@ -40,7 +40,8 @@ function isStartRequest(value: unknown): value is StartRequest {
     isValidUnitId(request.id) &&
     Number.isInteger(request.attempt) &&
     Array.isArray(request.argv) &&
-    typeof request.env === 'object' &&
+    typeof request.envChanges === 'object' &&
+    request.envChanges !== null &&
     typeof request.stdout === 'string' &&
     typeof request.stderr === 'string'
   );
@@ -66,6 +67,11 @@ class Supervisor {
   private readonly finished = new Promise<void>((resolve) => {
     this.finish = resolve;
   });
+  /**
+   * The batch environment its driver started it with, copied out of process.env once: each
+   * unit's own is a copy of this plain object with the unit's changes from its start request.
+   */
+  private readonly batchEnv: NodeJS.ProcessEnv = { ...process.env };
 
   constructor(
     private readonly batchDir: string,
@@ -148,7 +154,8 @@ class Supervisor {
         // A full disk must not stop the unit; its state directory still has its output.
       }
     };
-    const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env: request.env, stdout: write(out), stderr: write(err) });
+    const env = withEnvChanges(this.batchEnv, request.envChanges);
+    const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env, stdout: write(out), stderr: write(err) });
     this.hosted.set(id, { attempt, dispatch });
     // A stop request that was read before this hand-over applies now.
     this.readStops();

@@ -294,7 +294,7 @@ function readCleanLedger(paths: BatchPaths): LedgerRead {
  */
 export async function runClean(dirArg: string, options: CleanOptions, env: NodeJS.ProcessEnv, cwd: string, warn: (line: string) => void): Promise<number> {
   const paths = batchPaths(resolveBatchDir(dirArg, cwd));
-  refuseNonBatchDir(paths.dir);
+  refuseNonBatchDir(paths.dir, { ledger: true });
   // A ledger that would be refused is refused before the lock, so a refusal creates nothing
   // (not even driver.lock); it is read again under the lock, where it cannot change meanwhile.
   readCleanLedger(paths);

@@ -29,9 +29,10 @@ export type BatchPaths = ReturnType<typeof batchPaths>;
 /**
  * Refuses (exit 2) a directory that is not a batch, in the wording every command uses: `not a
  * batch directory (WHY): DIR`, WHY from unit-state's batchDirProblem (no such directory, not a
- * directory, no plan.json, no ledger.jsonl, ...).
+ * directory, no plan.json, ...). A missing ledger is the ledger rules' to judge (a lost one beside
+ * results is exit 102), except where the caller asks for it (`clean`, which refuses it here).
  */
-export function refuseNonBatchDir(dir: string): void {
-  const problem = batchDirProblem(dir);
+export function refuseNonBatchDir(dir: string, { ledger = false }: { ledger?: boolean } = {}): void {
+  const problem = batchDirProblem(dir, { ledger });
   if (problem !== null) throw new BatchError(`not a batch directory (${problem}): ${dir}`, EXIT.usage);
 }

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -129,6 +129,23 @@ describe('a directory that is not a batch', () => {
         expect(refused.exitCode, args.join(' ')).toBe(2);
         expect(String(refused.stderr), args.join(' ')).toBe(`prun: not a batch directory (${why}): ${dir}`);
       }
+    }
+  });
+
+  it('is not said of a batch that lost its ledger: status and log show it, cancel and --resume refuse it as a damaged ledger (102)', async () => {
+    box = sandbox();
+    const plan = writePlan(box.root, [{ id: 'a', prompt: 'x' }]);
+    const dir = join(box.root, 'fan');
+    expect((await prun(['batch', plan, '--dir', dir, '--jobs', '1'], { env: box.env })).exitCode).toBe(0);
+    rmSync(join(dir, 'ledger.jsonl'));
+    const status = await prun(['status', dir], { env: box.env });
+    expect(status.exitCode).toBe(0);
+    expect(String(status.stderr)).toContain('ledger.jsonl is missing');
+    expect((await prun(['log', dir, 'a'], { env: box.env })).exitCode).toBe(0);
+    for (const args of [['cancel', dir, 'a'], ['batch', '--resume', dir]]) {
+      const refused = await prun(args, { env: box.env });
+      expect(refused.exitCode, args.join(' ')).toBe(102);
+      expect(String(refused.stderr), args.join(' ')).toContain('is missing but the batch has results or logs');
     }
   });
 });

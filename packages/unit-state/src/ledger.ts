@@ -24,10 +24,12 @@ export function resolveBatchDir(operand: string, cwd: string): string {
 /**
  * Why `dir` is not a batch directory, or null when it is one: prun publishes a batch whole, a
  * directory holding a plan.json file and the ledger. Worded to follow "not a batch directory (".
+ * With `ledger: false` a missing ledger is left to the caller's own ledger rules (prun's readers
+ * and `--resume` tell a lost ledger beside results, exit 102, from a batch that has none yet).
  */
-export function batchDirProblem(dir: string): string | null {
+export function batchDirProblem(dir: string, { ledger = true }: { ledger?: boolean } = {}): string | null {
   if (!isDirectory(dir)) return nodeFs.existsSync(dir) ? 'not a directory' : 'no such directory';
-  for (const name of [BATCH_FILES.plan, BATCH_FILES.ledger]) {
+  for (const name of ledger ? [BATCH_FILES.plan, BATCH_FILES.ledger] : [BATCH_FILES.plan]) {
     if (!nodeFs.existsSync(nodePath.join(dir, name))) return `no ${name}`;
   }
   if (!isRegularFile(nodePath.join(dir, BATCH_FILES.plan))) return `${BATCH_FILES.plan} is not a regular file`;

@@ -1,7 +1,7 @@
 // prun's command line: a router. It loads only the declarations (spec.ts, commands.ts, and the
 // completion scripts made from them) and kit's parser; each other command's code is imported when
-// that command runs, so `prun help` or `prun completion` loads no batch code, and a usage mistake
-// is refused before any is loaded.
+// that command runs, so `prun help` or `prun completion` loads no batch code, and a mistake the
+// declaration refuses (an unknown option, a missing operand) is refused before any is loaded.
 import { endProcess, packageVersion } from '@prun/kit/cli';
 import { answerHelpOrVersion, parseArgv, renderHelp, unknownCommand } from '@prun/kit/spec';
 import { TOOL_COMMANDS } from './commands.js';

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { statRegularFile } from '@prun/monitor';
 import { STATE_FILES } from '@prun/unit-state';

@@ -64,6 +64,7 @@ export {
   decodeUtf8,
   universalNewlines,
 } from './validate.js';
+export { ChainReserve, sameChainKey, type ChainKey, type SpareChain } from './reserve.js';
 import type { UnitOptions } from './run.js';
 export type { UnitOptions };
 export {

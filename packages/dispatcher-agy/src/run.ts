@@ -58,6 +58,7 @@ import { echoLastLines, publishCaptureFallback, readEventStreamFile } from './ca
 import { WorkerProcess, type WorkerExit } from './worker.js';
 import { abandonEarlyChain, takeEarlyChain } from './early.js';
 import { toStopSource, type StopRequest, type UnitStopSource } from './stop.js';
+import type { ChainKey, ChainReserve } from './reserve.js';
 
 const MANIFEST = new URL('../package.json', import.meta.url);
 
@@ -76,6 +77,13 @@ export interface UnitOptions {
   stderr: (text: string) => void;
   /** Stop requests: a UnitStopper, any UnitStopSource, or an AbortSignal. */
   stop?: UnitStopSource | AbortSignal;
+  /**
+   * The host's reserve of parked chains, shared by the units it runs one after another: the
+   * unit takes a spare that was started with its own plan, directory and environment, and
+   * parks the next one once its worker runs (reserve.ts). The host closes it when it takes no
+   * more units.
+   */
+  chains?: ChainReserve;
 }
 
 /**
@@ -129,6 +137,9 @@ class Dispatch {
    * `ready` until `runWorker` gives it the worker (README, "Isolation and no orphans").
    */
   parked: WorkerProcess | null = null;
+  /** What the parked chain was started with, and whether this unit parks the reserve's next spare. */
+  chainKey: ChainKey | null = null;
+  refillChains = false;
   worker: WorkerProcess | null = null;
   /** The worker's scrubbed environment (README "How it works", step 8), made before the probe. */
   scrubbed: ScrubResult | null = null;
@@ -412,9 +423,18 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
     return 2;
   }
   run.plan = plan;
-  // The plan was already known (another unit probed), or a later probe found the namespace:
-  // the chain starts now, while the state directory is made and the preflight runs.
-  if (parksAtInit(plan) && run.parked === null) parkChain(run, plan, workerEnv, cwd);
+  if (parksAtInit(plan)) {
+    run.chainKey = { plan, env: workerEnv, cwd };
+    // A host running unit after unit may have parked this unit's chain already (reserve.ts).
+    const reserved = io.chains?.take(run.chainKey);
+    if (reserved !== undefined) run.refillChains = reserved.refill;
+    // Only this file parks chains in a reserve: each is a WorkerProcess.
+    if (run.parked === null && reserved?.chain != null) run.parked = reserved.chain as WorkerProcess;
+    else reserved?.chain?.abandon();
+    // The plan was already known (another unit probed), or a later probe found the namespace:
+    // the chain starts now, while the state directory is made and the preflight runs.
+    if (run.parked === null) parkChain(run, plan, workerEnv, cwd);
+  }
 
   const unit = createStateDir(config, env, plan);
   if (typeof unit === 'string') {
@@ -680,6 +700,10 @@ async function runWorker(run: Dispatch, command: string[], env: Record<string, s
     stdinFailed = true;
     captures.stderr(Buffer.from(`stdin failure: ${errorText(error)}\n`, 'utf8'));
   });
+  // The worker runs: the next unit's chain comes up meanwhile, off the path from this unit's
+  // end to the next one's worker.
+  const key = run.chainKey;
+  if (run.refillChains && key !== null) run.io.chains?.refill(key, () => WorkerProcess.park({ ...key, dispatcherPid: process.pid }, osConstants.signals));
   const deadline = timerAfter((config.timeoutSeconds + config.killGraceSeconds) * 1000, () => {
     run.deadlineHit = true;
     run.stopWorker('SIGTERM');

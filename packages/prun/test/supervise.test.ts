@@ -1,7 +1,7 @@
 // The batch's supervisor (one process hosting every running unit) under the faults #10 and #12
 // name: the driver kill -9'd, the supervisor kill -9'd, both; then --resume. Counted from fake
 // agy's start log (no worker started twice) and from the process table (nothing orphaned).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -147,6 +147,64 @@ describe('the batch supervisor', () => {
     expect(workerStarts(box.logDir)).toEqual({ k1: 2, k2: 2, k3: 2 });
     for (const id of ids) expect(lines(dir).filter((l) => l.id === id).map((l) => l.note ?? '')).toContain('previous dispatch ended without a result; dispatching again');
     await waitFor(() => processesOf(dir).length === 0, 'no process of the batch left', 10_000);
+  }, 90_000);
+});
+
+/**
+ * The supervisor's live children: with the preflight off, the launch chains of its units and its
+ * spare (each chain's leader execs setpriv, perl, then unshare, and stays its child).
+ */
+function chainsOf(supervisor: number): number[] {
+  let children: string[];
+  try {
+    children = readFileSync(`/proc/${supervisor}/task/${supervisor}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+  } catch {
+    return [];
+  }
+  return children.map(Number).filter((pid) => running(pid));
+}
+
+const running = (pid: number): boolean => {
+  try {
+    return !/^\d+ \(.*\) Z /s.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+};
+
+describe("the supervisor's spare chain (the next unit's, parked while units run)", () => {
+  const isolated = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', 'true']).status === 0;
+  const why = isolated ? '' : ' (skipped: no PID namespace here)';
+
+  it.skipIf(!isolated)(`is killed once the driver has gone, while the units it hosts run on${why}`, async () => {
+    const { box, work, dir } = scratch([unit('p1', {}, '[[gate go]]'), unit('p2', {}, '[[gate go]]'), unit('p3')]);
+    const env = { ...box.env, PRUN_ISOLATE: 'pid' };
+    const first = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '2'], { env, cwd: work });
+    await waitFor(() => existsSync(dir) && handedOver(dir, 'p1') && handedOver(dir, 'p2') && Object.keys(workerStarts(box.logDir)).length === 2, 'two units running');
+    const host = supervisorOfUnit(dir, 'p1');
+    // Two units alike run: their two chains, and the spare parked for the next one.
+    await waitFor(() => chainsOf(host.pid).length === 3, 'two running chains and a spare');
+    first.kill('SIGKILL');
+    await first;
+    // Drained, it takes no unit: the spare goes at once, the two running units stay.
+    const drained = supervisorPaths(dir, host).drained;
+    await waitFor(() => existsSync(drained) && chainsOf(host.pid).length === 2, 'the spare killed at the drain');
+    openGate(box, 'go');
+    await waitFor(() => !supervisorAlive(host), 'the supervisor to end with its last unit');
+    expect(workerStarts(box.logDir)).toEqual({ p1: 1, p2: 1 });
+  }, 90_000);
+
+  it.skipIf(!isolated)(`dies with a kill -9 of the supervisor, as the running units' chains do${why}`, async () => {
+    const { box, work, dir } = scratch([unit('h1', {}, '[[agy HANG=1]]'), unit('h2', {}, '[[agy HANG=1]]')]);
+    const env = { ...box.env, PRUN_ISOLATE: 'pid' };
+    const run = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '2'], { env, cwd: work, reject: false });
+    await waitFor(() => existsSync(dir) && handedOver(dir, 'h1') && handedOver(dir, 'h2') && Object.keys(workerStarts(box.logDir)).length === 2, 'two hanging workers');
+    const host = supervisorOfUnit(dir, 'h1');
+    await waitFor(() => chainsOf(host.pid).length === 3, 'two running chains and a spare');
+    const chains = chainsOf(host.pid);
+    process.kill(host.pid, 'SIGKILL');
+    await waitFor(() => chains.every((pid) => !running(pid)), 'every chain, the spare too, to die with the supervisor', 5_000);
+    expect((await run).exitCode).toBe(2);
   }, 90_000);
 });
 

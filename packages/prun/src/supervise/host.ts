@@ -1,7 +1,7 @@
 // One unit's dispatch run inside the supervisor process, through @prun/dispatcher-agy's library
 // entry `runUnit`: the same code the `prun-dispatch-agy` bin runs, with the unit's own working
 // directory and environment, its output going to the unit's log files, and a stop of its own.
-import { runUnit, UnitStopper } from '@prun/dispatcher-agy';
+import { runUnit, UnitStopper, type ChainReserve } from '@prun/dispatcher-agy';
 import { EXIT_INTERNAL, type StopSignal } from '@prun/kit/cli';
 
 export interface HostedIo {
@@ -9,6 +9,8 @@ export interface HostedIo {
   env: NodeJS.ProcessEnv;
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  /** The supervisor's parked chains, shared by the units it runs (the dispatcher's ChainReserve). */
+  chains: ChainReserve;
 }
 
 export interface HostedDispatch {
@@ -25,7 +27,7 @@ export interface HostedDispatch {
 /** Start one dispatch in this process. */
 export function startDispatch(argv: readonly string[], io: HostedIo): HostedDispatch {
   const stopper = new UnitStopper();
-  const done = runUnit({ argv, cwd: io.cwd, env: io.env, stdout: io.stdout, stderr: io.stderr, stop: stopper }).catch((error: unknown) => {
+  const done = runUnit({ argv, cwd: io.cwd, env: io.env, stdout: io.stdout, stderr: io.stderr, stop: stopper, chains: io.chains }).catch((error: unknown) => {
     // runUnit never rejects; should it, the unit ends as an internal error, not the supervisor.
     io.stderr(`dispatch-task-agy: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
     return EXIT_INTERNAL;

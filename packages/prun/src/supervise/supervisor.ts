@@ -15,6 +15,7 @@
 import { closeSync, mkdirSync, openSync, readdirSync, rmSync, watch, writeFileSync, writeSync, type FSWatcher } from 'node:fs';
 import { Socket } from 'node:net';
 import { join } from 'node:path';
+import { ChainReserve } from '@prun/dispatcher-agy';
 import { CliError, EXIT_INTERNAL, EXIT_OK, STOP_SIGNALS, type StopSignal } from '@prun/kit/cli';
 import { isValidUnitId } from '@prun/unit-state';
 import { processStartTime } from '../units.js';
@@ -72,6 +73,12 @@ class Supervisor {
    * unit's own is a copy of this plain object with the unit's changes from its start request.
    */
   private readonly batchEnv: NodeJS.ProcessEnv = { ...process.env };
+  /**
+   * The next unit's isolated chain, parked while the units before it run, so it is ready when
+   * the unit comes (the dispatcher's ChainReserve); closed, its spare killed, once the driver
+   * has gone and no unit can come.
+   */
+  private readonly chains = new ChainReserve();
 
   constructor(
     private readonly batchDir: string,
@@ -155,7 +162,7 @@ class Supervisor {
       }
     };
     const env = withEnvChanges(this.batchEnv, request.envChanges);
-    const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env, stdout: write(out), stderr: write(err) });
+    const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env, stdout: write(out), stderr: write(err), chains: this.chains });
     this.hosted.set(id, { attempt, dispatch });
     // A stop request that was read before this hand-over applies now.
     this.readStops();
@@ -228,6 +235,7 @@ class Supervisor {
       process.stderr.write(`prun supervisor ${process.pid}: cannot write ${this.paths.drained}: ${(error as Error).message}\n`);
     }
     this.channel.destroy();
+    this.chains.close();
     this.maybeExit();
   }
 

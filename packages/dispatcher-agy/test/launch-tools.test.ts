@@ -6,7 +6,7 @@
  * perl launcher and init compile without loading any module file; the keeper's prctl number comes
  * from the plan (perl's Config, asked once), not from loading Config at every start.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -17,6 +17,7 @@ import {
   isolatedChainArgv,
   isolationRecord,
   launchArgv,
+  parentDeathOf,
   planLaunch,
   prctlSyscallFor,
   resolveLaunchTools,
@@ -65,6 +66,55 @@ describe('the perl launcher and init', () => {
       expect(probe.stderr).toBe('loaded:\n');
     }
   });
+
+  // The launcher that arms its own parent-death signal (no setpriv) can be forked, and its
+  // dispatcher die, before its prctl: the kernel then never sends the signal, so the launcher
+  // must see that its parent is no longer the dispatcher and start nothing. Made to happen every
+  // time: the launcher's process stops itself before its exec and is let go once its parent
+  // (standing in for the dispatcher) is dead.
+  const prctl = process.platform === 'linux' && isAbsolute(tools.perl) ? (planLaunch('off', process.platform, false, undefined, tools).prctlSyscall ?? 0) : 0;
+  test.skipIf(prctl === 0)(
+    `armed after its dispatcher died, starts nothing${prctl === 0 ? ' (skipped: not Linux, no perl, or prctl unknown here)' : ''}`,
+    async () => {
+      const dir = pool.root().dir;
+      const started = join(dir, 'started');
+      // The parent: forks the launcher-to-be, which ignores the SIGHUP its orphaned, stopped
+      // process group gets and stops itself; the parent prints its pid once it has stopped.
+      const parentScript = [
+        's/^PARENT$/$$/ for @ARGV;',
+        'my $pid = fork();',
+        'if ($pid == 0) { $SIG{HUP} = "IGNORE"; kill("STOP", $$); exec { $ARGV[0] } @ARGV; exit 126; }',
+        'waitpid($pid, 2);', // WUNTRACED
+        '$| = 1; print "$pid\\n";',
+        'waitpid($pid, 0);',
+      ].join('\n');
+      const launcher = [tools.perl, '-e', LAUNCHER_SCRIPT, '--', 'PARENT', dir, String(prctl), '15', '0', '/bin/sh', '-c', `echo started > "${started}"; exec sleep 30`];
+      const parent = spawn(tools.perl, ['-e', parentScript, '--', ...launcher], { stdio: ['ignore', 'pipe', 'ignore', 'pipe'] });
+      const status: Buffer[] = [];
+      parent.stdio[3]!.on('data', (chunk: Buffer) => status.push(chunk));
+      // Every end of the pipes: the parent and the launcher (and anything it started) are gone.
+      const closed = new Promise<void>((resolve) => parent.on('close', () => resolve()));
+      const child = await new Promise<number>((resolve) => parent.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
+      parent.kill('SIGKILL');
+      await new Promise((resolve) => parent.once('exit', resolve));
+      process.kill(child, 'SIGCONT');
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), 10_000)));
+      const outcome = await Promise.race([closed.then(() => 'closed' as const), late]).finally(() => clearTimeout(timer));
+      if (outcome === 'late') {
+        // Started after all: end what it started before failing.
+        try {
+          process.kill(child, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      expect(outcome).toBe('closed');
+      // Not even the lock was taken (`locked` comes first), and the command never ran.
+      expect(Buffer.concat(status).toString()).toBe('');
+      expect(existsSync(started)).toBe(false);
+    },
+  );
 });
 
 describe('the init, parked', () => {
@@ -102,7 +152,7 @@ describe('launchArgv', () => {
     // No directory and no command: the init reads both on stdin (initHeader), once it is ready.
     expect(launchArgv(isolated, input)).toEqual([
       '/opt/u/setpriv', '--pdeathsig', 'KILL', '--',
-      '/opt/p/perl', '-e', LAUNCHER_SCRIPT, '--', '4242', '', '0', '15',
+      '/opt/p/perl', '-e', LAUNCHER_SCRIPT, '--', '4242', '', '0', '0', '15',
       '/opt/u/unshare', '--pid', '--fork', '--mount-proc', '--kill-child', '--',
       '/opt/u/setpriv', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--',
       '/opt/p/perl', '-e', INIT_SCRIPT, '--',
@@ -118,11 +168,44 @@ describe('launchArgv', () => {
     const keeper: LaunchPlan = { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath: true, launcher: true, tools: located, prctlSyscall: 157 };
     const argv = launchArgv(keeper, input);
     expect(argv.slice(0, 6)).toEqual(['/opt/u/setpriv', '--pdeathsig', 'TERM', '--', '/opt/p/perl', '-e']);
-    // The keeper gets prctl's number; no wrapper.
-    expect(argv.slice(7)).toEqual(['--', '4242', '/tmp/work', '157', '0', '/bin/agy', '--mode', 'plan']);
+    // The keeper gets prctl's number (setpriv armed the parent-death signal: none to arm); no wrapper.
+    expect(argv.slice(7)).toEqual(['--', '4242', '/tmp/work', '157', '0', '0', '/bin/agy', '--mode', 'plan']);
     const { tools: _, ...byName } = isolated;
     const bare = launchArgv(byName, input);
-    expect([bare[0], bare[4], bare[12], bare[18], bare[23]]).toEqual(['setpriv', 'perl', 'unshare', 'setpriv', 'perl']);
+    expect([bare[0], bare[4], bare[13], bare[19], bare[24]]).toEqual(['setpriv', 'perl', 'unshare', 'setpriv', 'perl']);
+  });
+
+  // review17: with perl but no working `setpriv --pdeathsig`, a kill -9 of the dispatcher left
+  // the chain running; the launcher now arms the signal itself with prctl's number.
+  test('without setpriv the launcher arms the parent-death signal itself: TERM for the keeper, KILL for unshare', () => {
+    const keeper: LaunchPlan = { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath: false, launcher: true, tools: located, prctlSyscall: 157 };
+    expect(launchArgv(keeper, input)).toEqual(['/opt/p/perl', '-e', LAUNCHER_SCRIPT, '--', '4242', '/tmp/work', '157', '15', '0', '/bin/agy', '--mode', 'plan']);
+    expect(parentDeathOf(keeper)).toEqual({ by: 'prctl', signal: 'TERM' });
+    expect(isolationRecord(keeper)).toBe('isolation: none\nreason: PRUN_ISOLATE=off\nparent-death: prctl PR_SET_PDEATHSIG TERM\ndirectory-lock: flock\n');
+
+    const oldSetpriv: LaunchPlan = { ...isolated, parentDeath: false, prctlSyscall: 167 };
+    const argv = isolatedChainArgv(oldSetpriv, 4242);
+    expect(argv.slice(0, 3)).toEqual(['/opt/p/perl', '-e', LAUNCHER_SCRIPT]);
+    expect(argv.slice(3, 9)).toEqual(['--', '4242', '', '167', '9', '15']);
+    expect(argv[9]).toBe('/opt/u/unshare');
+    expect(isolationRecord(oldSetpriv)).toBe(
+      'isolation: pid\nmechanism: unshare --pid --fork --mount-proc --kill-child\ncapabilities: none\nparent-death: prctl PR_SET_PDEATHSIG KILL\ndirectory-lock: flock\n',
+    );
+  });
+
+  test("an architecture whose prctl number is not known, or no perl, keeps the honest 'parent-death: none'", () => {
+    const unknown: LaunchPlan = { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath: false, launcher: true, tools: located, prctlSyscall: 0 };
+    expect(parentDeathOf(unknown)).toBeNull();
+    expect(launchArgv(unknown, input).slice(3, 9)).toEqual(['--', '4242', '/tmp/work', '0', '0', '0']);
+    expect(isolationRecord(unknown)).toBe('isolation: none\nreason: PRUN_ISOLATE=off\nparent-death: none\ndirectory-lock: flock\n');
+    const { prctlSyscall: _, ...absent } = unknown;
+    expect(parentDeathOf(absent)).toBeNull();
+    const noPerl: LaunchPlan = { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, parentDeath: false, launcher: false, prctlSyscall: 157 };
+    expect(parentDeathOf(noPerl)).toBeNull();
+    expect(launchArgv(noPerl, input)).toEqual(input.command);
+    expect(isolationRecord(noPerl)).toBe('isolation: none\nreason: perl is not on PATH (it runs the namespace init)\nparent-death: none\ndirectory-lock: none\n');
+    // setpriv's values stay byte for byte.
+    expect(isolationRecord({ ...unknown, parentDeath: true })).toBe('isolation: none\nreason: PRUN_ISOLATE=off\nparent-death: setpriv --pdeathsig TERM\ndirectory-lock: flock\n');
   });
 });
 

@@ -1,4 +1,4 @@
-import { access, mkdir, open, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { underParentDeath, which as whichOnPath } from '@prun/kit/fs';
 import { pyInt } from '@prun/kit/py';

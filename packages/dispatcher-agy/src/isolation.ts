@@ -48,8 +48,9 @@ export interface LaunchPlan {
   isolation: { kind: 'pid'; unshare: string[] } | { kind: 'none'; reason: string };
   /**
    * `setpriv --pdeathsig` works here: the kernel stops the chain (and the preflight's and the
-   * quota refresh's helpers) when the dispatcher dies. Without it the launcher arms the signal
-   * itself where it knows prctl's number (`parentDeathOf`).
+   * quota refresh's helpers) when the dispatcher dies. Without it the launcher, and the perl
+   * wrapper of each helper (`helperLaunch`), arm the signal themselves where prctl's number is
+   * known (`parentDeathOf`).
    */
   parentDeath: boolean;
   /** perl runs the launcher (lock, status) and the namespace's init; without it, agy is started directly. */
@@ -117,6 +118,77 @@ export function diesWithParent(command: readonly string[], signal: 'KILL' | 'TER
   // kit's spelling of the wrapper (`setpriv --pdeathsig SIGNAL -- ...`), its program located.
   const [, ...options] = underParentDeath(command, signal);
   return [tools.setpriv, ...options];
+}
+
+/**
+ * Starts one of the dispatcher's helpers (the preflight's `--version` and `models`, a quota
+ * `/usage` refresh) where setpriv cannot arm the parent-death signal. argv: dispatcher pid,
+ * prctl's system call number, the fd to report a failed exec on (0: none), then the command.
+ * No module is loaded (see the launcher): PR_SET_PDEATHSIG is 1, SIGKILL 9, F_SETFD 2,
+ * FD_CLOEXEC 1 and ENOENT 2 on every Linux architecture. The signal survives the exec, so the
+ * helper itself (the same pid) is killed with the dispatcher, as under setpriv.
+ */
+export const HELPER_SCRIPT = `
+my ($dispatcher, $prctl, $fd) = splice(@ARGV, 0, 3);
+syscall($prctl, 1, 9, 0, 0, 0);
+# A dispatcher that died before the call is no longer our parent: then nothing may start.
+exit 121 if getppid() != $dispatcher;
+# The report pipe closes with a successful exec (close-on-exec): only a failure writes to it.
+my $report;
+if ($fd > 0 && open($report, '>&=', $fd)) { fcntl($report, 2, 1); } else { undef $report; }
+exec { $ARGV[0] } @ARGV;
+my ($errno, $why) = ($! + 0, "$!");
+# The errno, from which the dispatcher says what spawning the command bare would have said.
+syswrite($report, $errno) if $report;
+# Otherwise as setpriv's failed exec (util-linux's errexec): 127 for a missing file, else 126.
+print STDERR "failed to execute $ARGV[0]: $why\\n";
+exit($errno == 2 ? 127 : 126);
+`;
+
+/** The fd on which the helper wrapper reports a failed exec, where its caller listens (`helperLaunch`). */
+export const HELPER_REPORT_FD = 3;
+
+export interface HelperLaunch {
+  argv: string[];
+  /**
+   * Set when `argv` is the perl wrapper with its report on `HELPER_REPORT_FD`: turns what it
+   * reported (a failed exec's errno) into the launch error a bare spawn of the command gives
+   * (`spawn <file> EACCES`), null for no report (the exec succeeded).
+   */
+  execFailure: ((report: string) => string | null) | null;
+}
+
+/**
+ * A helper's command line (the preflight's commands, the quota `/usage` refresh): under the
+ * kernel's parent-death signal wherever `plan` can bind anything, so a dispatcher killed while
+ * one runs (the bin, or a batch's supervisor hosting the unit) leaves none behind. setpriv
+ * where it arms the signal; else the perl wrapper that arms it itself (`HELPER_SCRIPT`, by the
+ * decision `parentDeathOf` makes for the chain); else the command alone. Always SIGKILL: a
+ * helper has nothing to clean up. With `report`, the wrapper reports a failed exec on
+ * `HELPER_REPORT_FD` (the caller gives the child that pipe), so the caller can tell it from a
+ * command that ran and failed, as it can for a bare spawn.
+ */
+export function helperLaunch(plan: LaunchPlan | null, command: readonly string[], dispatcherPid: number, report = false): HelperLaunch {
+  const death = plan === null ? null : parentDeathOf(plan);
+  if (plan === null || death === null) return { argv: [...command], execFailure: null };
+  const tools = plan.tools ?? BARE_TOOLS;
+  if (death.by === 'setpriv') return { argv: diesWithParent(command, 'KILL', tools), execFailure: null };
+  const fd = report ? HELPER_REPORT_FD : 0;
+  const argv = [tools.perl, '-e', HELPER_SCRIPT, '--', String(dispatcherPid), String(plan.prctlSyscall ?? 0), String(fd), ...command];
+  return { argv, execFailure: report ? (text) => spawnFailure(command[0]!, text) : null };
+}
+
+/** `helperLaunch`'s command line alone, no report (quota's `/usage` refresh judges the exit status). */
+export function helperArgv(plan: LaunchPlan | null, command: readonly string[], dispatcherPid: number): string[] {
+  return helperLaunch(plan, command, dispatcherPid).argv;
+}
+
+/** Node's message for a spawn of `file` that failed with the errno `report` holds (null: none). */
+function spawnFailure(file: string, report: string): string | null {
+  if (!/^\d+$/.test(report)) return null;
+  const errno = Number(report);
+  const name = Object.entries(osConstants.errno).find(([, value]) => value === errno)?.[0];
+  return `spawn ${file} ${name ?? `errno ${errno}`}`;
 }
 
 /** Prints perl's architecture name (`x86_64-linux-gnu-thread-multi`); Config loads only here. */

@@ -7,12 +7,16 @@
  * from the plan (perl's Config, asked once), not from loading Config at every start.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import {
+  HELPER_REPORT_FD,
+  HELPER_SCRIPT,
   INIT_SCRIPT,
   LAUNCHER_SCRIPT,
+  helperArgv,
+  helperLaunch,
   initHeader,
   isolatedChainArgv,
   isolationRecord,
@@ -33,6 +37,8 @@ const tools = resolveLaunchTools({ PATH });
 const found = isAbsolute(tools.setpriv) && isAbsolute(tools.unshare) && isAbsolute(tools.perl);
 const namespace = planLaunch('auto', process.platform, process.getuid?.() === 0);
 const noNamespace = namespace.isolation.kind === 'pid' ? null : namespace.isolation.reason;
+/** prctl's number for this perl (0: not Linux, no perl, or not known). */
+const prctl = process.platform === 'linux' && isAbsolute(tools.perl) ? (planLaunch('off', process.platform, false, undefined, tools).prctlSyscall ?? 0) : 0;
 
 describe('resolveLaunchTools', () => {
   test.skipIf(!found)(`finds each program where PATH does${found ? '' : ' (skipped: setpriv, unshare or perl is not on PATH)'}`, () => {
@@ -72,7 +78,6 @@ describe('the perl launcher and init', () => {
   // must see that its parent is no longer the dispatcher and start nothing. Made to happen every
   // time: the launcher's process stops itself before its exec and is let go once its parent
   // (standing in for the dispatcher) is dead.
-  const prctl = process.platform === 'linux' && isAbsolute(tools.perl) ? (planLaunch('off', process.platform, false, undefined, tools).prctlSyscall ?? 0) : 0;
   test.skipIf(prctl === 0)(
     `armed after its dispatcher died, starts nothing${prctl === 0 ? ' (skipped: not Linux, no perl, or prctl unknown here)' : ''}`,
     async () => {
@@ -206,6 +211,92 @@ describe('launchArgv', () => {
     expect(isolationRecord(noPerl)).toBe('isolation: none\nreason: perl is not on PATH (it runs the namespace init)\nparent-death: none\ndirectory-lock: none\n');
     // setpriv's values stay byte for byte.
     expect(isolationRecord({ ...unknown, parentDeath: true })).toBe('isolation: none\nreason: PRUN_ISOLATE=off\nparent-death: setpriv --pdeathsig TERM\ndirectory-lock: flock\n');
+  });
+});
+
+// review17's rest: the preflight's and the quota refresh's helpers were wrapped only under a
+// setpriv that arms the parent-death signal; without one they ran bare and outlived a killed
+// dispatcher (orphans.test.ts kills it while each hangs).
+describe('helperArgv', () => {
+  const located = { setpriv: '/opt/u/setpriv', unshare: '/opt/u/unshare', perl: '/opt/p/perl' };
+  const command = ['/bin/agy', '--version'];
+  const keeper: LaunchPlan = { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath: true, launcher: true, tools: located, prctlSyscall: 157 };
+  const isolated: LaunchPlan = { ...keeper, isolation: { kind: 'pid', unshare: ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child'] } };
+
+  test('under setpriv --pdeathsig KILL where setpriv arms it, by the path the plan found (the keeper chain gets TERM, a helper KILL)', () => {
+    expect(helperArgv(keeper, command, 4242)).toEqual(['/opt/u/setpriv', '--pdeathsig', 'KILL', '--', '/bin/agy', '--version']);
+    expect(helperArgv(isolated, command, 4242)).toEqual(helperArgv(keeper, command, 4242));
+    const { tools: _, ...byName } = keeper;
+    expect(helperArgv(byName, command, 4242)[0]).toBe('setpriv');
+  });
+
+  test("without such a setpriv, under the perl wrapper with the dispatcher's pid and prctl's number", () => {
+    for (const plan of [{ ...keeper, parentDeath: false }, { ...isolated, parentDeath: false }]) {
+      expect(helperArgv(plan, command, 4242)).toEqual(['/opt/p/perl', '-e', HELPER_SCRIPT, '--', '4242', '157', '0', '/bin/agy', '--version']);
+      // The preflight's: a failed exec reported on fd 3, read back as a bare spawn's error.
+      const reporting = helperLaunch(plan, command, 4242, true);
+      expect(reporting.argv).toEqual(['/opt/p/perl', '-e', HELPER_SCRIPT, '--', '4242', '157', String(HELPER_REPORT_FD), '/bin/agy', '--version']);
+      expect(HELPER_REPORT_FD).toBe(3);
+      expect(reporting.execFailure?.('13')).toBe('spawn /bin/agy EACCES');
+      expect(reporting.execFailure?.('2')).toBe('spawn /bin/agy ENOENT');
+      expect(reporting.execFailure?.('')).toBeNull();
+      expect(helperLaunch(plan, command, 4242).execFailure).toBeNull();
+    }
+  });
+
+  test('bare where nothing can bind it: prctl not known, no perl, or no plan yet', () => {
+    expect(helperArgv({ ...keeper, parentDeath: false, prctlSyscall: 0 }, command, 4242)).toEqual(command);
+    expect(helperArgv({ ...keeper, parentDeath: false, launcher: false }, command, 4242)).toEqual(command);
+    expect(helperArgv(null, command, 4242)).toEqual(command);
+    // Only the perl wrapper reports on fd 3: no other is given that pipe.
+    for (const plan of [keeper, { ...keeper, parentDeath: false, prctlSyscall: 0 }, null]) expect(helperLaunch(plan, command, 4242, true).execFailure).toBeNull();
+  });
+});
+
+describe.skipIf(prctl === 0)(`the helper wrapper${prctl === 0 ? ' (skipped: not Linux, no perl, or prctl unknown here)' : ''}`, () => {
+  const wrapped = (dispatcherPid: number, argv: readonly string[], script = HELPER_SCRIPT) =>
+    spawnSync(tools.perl, ['-e', script, '--', String(dispatcherPid), String(prctl), '0', ...argv], { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  /** With the report pipe on fd 3, as the preflight runs it. */
+  const reporting = (argv: readonly string[]) =>
+    spawnSync(tools.perl, ['-e', HELPER_SCRIPT, '--', String(process.pid), String(prctl), '3', ...argv], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], encoding: 'utf8' });
+
+  test('execs the command in its own process (the pid the dispatcher holds), loading no module', () => {
+    const run = wrapped(process.pid, ['/bin/sh', '-c', 'echo "$$ $PPID"']);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toBe(`${run.pid} ${process.pid}\n`);
+    const modules = wrapped(process.pid, ['/nonexistent-prun/agy'], `END { print STDERR "loaded:", join(",", sort keys %INC), "\\n" }\n${HELPER_SCRIPT}`);
+    expect(modules.stderr.split('\n').at(-2)).toBe('loaded:');
+  });
+
+  // run.ts and quota judge a wrapped helper's failed exec as setpriv's: the same status, the reason on stderr.
+  test("fails an exec as setpriv does: 127 for a missing file, 126 for one it may not run, the reason on stderr", () => {
+    const dir = pool.root().dir;
+    const notExecutable = join(dir, 'agy');
+    writeFileSync(notExecutable, '#!/bin/sh\n', { mode: 0o644 });
+    const missing = wrapped(process.pid, ['/nonexistent-prun/agy', '--version']);
+    expect([missing.status, missing.stdout, missing.stderr]).toEqual([127, '', 'failed to execute /nonexistent-prun/agy: No such file or directory\n']);
+    const refused = wrapped(process.pid, [notExecutable, '--version']);
+    expect([refused.status, refused.stderr]).toEqual([126, `failed to execute ${notExecutable}: Permission denied\n`]);
+    if (isAbsolute(tools.setpriv)) {
+      const statuses = [['/nonexistent-prun/agy'], [notExecutable]].map((argv) => spawnSync(tools.setpriv, ['--pdeathsig', 'KILL', '--', ...argv], { stdio: 'ignore' }).status);
+      expect(statuses).toEqual([127, 126]);
+    }
+  });
+
+  test('with the report pipe, writes a failed exec\'s errno on it, and a command it started does not hold it', () => {
+    const missing = reporting(['/nonexistent-prun/agy']);
+    expect([missing.status, missing.output[3]]).toEqual([127, '2']);
+    const started = reporting(['/bin/sh', '-c', 'if [ -e /dev/fd/3 ]; then echo open; else echo closed; fi']);
+    expect([started.status, started.stdout, started.output[3]]).toEqual([0, 'closed\n', '']);
+  });
+
+  // Armed too late (its dispatcher died first) the signal never comes: the wrapper must see that
+  // its parent is not the dispatcher and run nothing. A pid that is not its parent stands in.
+  test('whose parent is not the dispatcher runs nothing', () => {
+    const started = join(pool.root().dir, 'started');
+    const run = wrapped(1, ['/bin/sh', '-c', `echo started > "${started}"`]);
+    expect(run.status).toBe(121);
+    expect(existsSync(started)).toBe(false);
   });
 });
 

@@ -162,12 +162,12 @@ const noPrctl = prctl === 0 ? "not Linux, no perl, or prctl's number unknown for
 const NO_SETPRIV_TRIALS = 10;
 
 /** A PATH of one directory: node (fake agy is `#!/usr/bin/env node`), perl, and what `extra` adds. */
-function shapedPath(extra: { unshare?: boolean; oldSetpriv?: boolean }): PathShape {
+function shapedPath(extra: { unshare?: boolean; oldSetpriv?: boolean; perl?: false }): PathShape {
   return (root) => {
     const bin = join(root.dir, 'bin');
     mkdirSync(bin);
     symlinkSync(process.execPath, join(bin, 'node'));
-    symlinkSync(tools.perl, join(bin, 'perl'));
+    if (extra.perl !== false) symlinkSync(tools.perl, join(bin, 'perl'));
     if (extra.unshare === true) symlinkSync(tools.unshare, join(bin, 'unshare'));
     if (extra.oldSetpriv === true) {
       // util-linux before 2.33: setpriv drops capabilities but has no --pdeathsig (the probe sees
@@ -218,6 +218,89 @@ describe.skipIf(noPrctl !== null)(`SIGKILL of the dispatcher without a setpriv t
     },
     120_000,
   );
+});
+
+// review17's rest: the dispatcher's helpers (the preflight's `--version` and `models`, a quota
+// `/usage` refresh) were wrapped only under setpriv, so without one that arms the parent-death
+// signal a helper running when the dispatcher was SIGKILLed outlived it. Each now runs under
+// the perl wrapper that arms it itself (isolation.ts, helperArgv).
+const HELPERS = [
+  { kind: 'version', env: { ANTIGRAVITY_PREFLIGHT: 'force', FAKE_AGY_VERSION_HANG: '1' } },
+  { kind: 'models', env: { ANTIGRAVITY_PREFLIGHT: 'force', FAKE_AGY_MODELS_HANG: '1' } },
+  // No snapshot at the managed location (under the run's HOME): routing refreshes it first.
+  { kind: 'usage', env: { AGY_QUOTA_CACHE: undefined, FAKE_AGY_USAGE_HANG: '1' } },
+] as const;
+
+/** Kills the dispatcher while the helper of `kind` hangs; what of the unit is left after 5 s. */
+async function helperTrial(kind: string, env: Record<string, string | undefined>, path?: PathShape): Promise<{ helper: number; left: string[] }> {
+  const root = pool.root();
+  const marker = `PRUN_FAULT_MARKER_${randomUUID().replaceAll('-', '')}`;
+  let dispatcherPid = 0;
+  const running = root.run({
+    env: { ...(path === undefined ? {} : { PATH: path(root) }), PRUN_FAULT_MARKER: marker, ...env },
+    onSpawn: (pid) => {
+      dispatcherPid = pid;
+    },
+  });
+  let helper = 0;
+  await waitFor(() => {
+    helper = root.calls().find((call) => call.kind === kind)?.pid ?? 0;
+    return helper > 0 && markedProcesses(marker).includes(helper);
+  }, 15_000, `the ${kind} helper running`);
+  process.kill(dispatcherPid, 'SIGKILL');
+  await running;
+  let left: number[] = [];
+  try {
+    await waitFor(() => markedProcesses(marker).length === 0, 5_000, 'no helper left');
+  } catch {
+    left = markedProcesses(marker);
+    for (const pid of left) leftovers.add(pid);
+  }
+  return { helper, left: named(left) };
+}
+
+describe('SIGKILL of the dispatcher while a helper runs', () => {
+  test('with a setpriv that arms the parent-death signal: no helper is left', async () => {
+    const outcomes = await Promise.all(HELPERS.map((h) => helperTrial(h.kind, h.env)));
+    expect(outcomes.map((o) => o.left)).toEqual(HELPERS.map(() => []));
+  }, 60_000);
+
+  test.skipIf(noPrctl !== null)(
+    `with perl but no setpriv, or one without --pdeathsig: the perl wrapper arms it, no helper is left${noPrctl ? ` (skipped: ${noPrctl})` : ''}`,
+    async () => {
+      const shapes = [shapedPath({}), shapedPath({ unshare: true, oldSetpriv: true })];
+      const trials = shapes.flatMap((shape) => HELPERS.map((h) => helperTrial(h.kind, h.env, shape)));
+      const outcomes = await Promise.all(trials);
+      expect(outcomes.map((o) => o.left)).toEqual(outcomes.map(() => []));
+    },
+    60_000,
+  );
+
+  // The spec's "OS error launching" (exit 70, `could not launch Antigravity preflight: <error>`,
+  // no preflight-tail) holds for a wrapped preflight as for a bare one: the wrapper reports its
+  // failed exec on fd 3 instead of exiting as a command that failed.
+  test.skipIf(noPrctl !== null)(`a preflight command that cannot be executed fails under the perl wrapper as it does bare${noPrctl ? ` (skipped: ${noPrctl})` : ''}`, async () => {
+    const outcomes = await Promise.all(
+      [shapedPath({}), shapedPath({ perl: false })].map(async (shape) => {
+        const root = pool.root();
+        const agy = join(root.dir, 'agy');
+        writeFileSync(agy, '#!/bin/sh\n', { mode: 0o644 });
+        const run = await root.run({ env: { PATH: shape(root), ANTIGRAVITY_BIN: agy, ANTIGRAVITY_PREFLIGHT: 'force' } });
+        const stateDir = join(root.dir, root.stateDirs()[0]!);
+        return {
+          code: run.code,
+          stderr: run.stderr.split('\n').filter((line) => !line.startsWith('STATE-DIR ')).join('\n').replaceAll(agy, '<agy>'),
+          tail: existsSync(join(stateDir, 'preflight-tail')),
+          parentDeath: /^parent-death: .*$/m.exec(readState(stateDir, 'isolation'))?.[0],
+        };
+      }),
+    );
+    const failed = { code: 70, stderr: 'dispatch-task-agy: could not launch Antigravity preflight: spawn <agy> EACCES\n', tail: false };
+    expect(outcomes).toEqual([
+      { ...failed, parentDeath: 'parent-death: prctl PR_SET_PDEATHSIG TERM' },
+      { ...failed, parentDeath: 'parent-death: none' },
+    ]);
+  }, 60_000);
 });
 
 describe('temp files', () => {

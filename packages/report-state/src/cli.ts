@@ -62,6 +62,20 @@ export const main = commandMain(BIN, async (argv: string[]): Promise<number | vo
     for (const record of selectShown(records, { minTailBytes: options.minTailBytes, sort: options.sort }, plan.inPathOrder)) writer.show(record);
   }
   const partial = writer.isPartial;
+  sayWhenStdoutFails();
   for (const piece of writer.end()) process[piece.stream].write(piece.data);
   process.exitCode = partial ? EXIT.partial : EXIT.ok;
 });
+
+/**
+ * A write to stdout that fails (a full disk, /dev/full, a descriptor closed for writing) ends the
+ * run with kit's exit 70 for a stream failure; this says why, in one line on stderr, once. A reader
+ * that goes away (EPIPE) is kit's broken-pipe policy and not reported. Node's message names the
+ * code and the call (`ENOSPC: no space left on device, write`); kit/py's Python wording would
+ * bring its Unicode-property regular expressions into the bundle, which V8 compiles at every start.
+ */
+function sayWhenStdoutFails(): void {
+  process.stdout.once('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') process.stderr.write(`${BIN}: cannot write the report to stdout: ${error.message}\n`);
+  });
+}

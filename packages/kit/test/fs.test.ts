@@ -240,22 +240,29 @@ describe('readHead', () => {
     expect(readHead(join(dir, 'file', 'below'), { maxBytes: 10 })).toEqual({ ok: false, problem: 'ENOTDIR' });
   });
 
-  test('readHeadText answers as readHead does, text only, for files, bounds and refusals', () => {
+  /** Files, bounds and refusals that readHead answers, for its variants to answer alike. */
+  function headCases(): Array<[string, Parameters<typeof readHead>[1]]> {
     writeFileSync(join(dir, 'hello'), 'hello wörld');
     writeFileSync(join(dir, 'file'), 'x');
+    writeFileSync(join(dir, 'empty'), '');
     const fifo = join(dir, 'fifo');
     execFileSync('mkfifo', [fifo]);
-    const cases: Array<[string, Parameters<typeof readHead>[1]]> = [
+    return [
       [join(dir, 'hello'), { maxBytes: 5 }],
       [join(dir, 'hello'), { maxBytes: 12, overflow: 'refuse' }],
       [join(dir, 'hello'), { maxBytes: 11, overflow: 'refuse' }],
       [join(dir, 'hello'), { maxBytes: 3, offset: 6 }],
       [join(dir, 'hello'), { maxBytes: 10, offset: 50 }],
+      [join(dir, 'empty'), { maxBytes: 10 }],
       [fifo, { maxBytes: 10 }],
       [dir, { maxBytes: 10 }],
       [join(dir, 'none'), { maxBytes: 10 }],
       [join(dir, 'file', 'below'), { maxBytes: 10 }],
     ];
+  }
+
+  test('readHeadText answers as readHead does, text only, for files, bounds and refusals', () => {
+    const cases = headCases();
     for (const [path, options] of cases) {
       const head = readHead(path, options);
       const expected = head.ok ? { ok: true, text: head.text, truncated: head.truncated } : head;
@@ -265,23 +272,8 @@ describe('readHead', () => {
   });
 
   test('readHeadShared answers as readHead does, its bytes in the shared buffer, for files, bounds and refusals', () => {
-    writeFileSync(join(dir, 'hello'), 'hello wörld');
-    writeFileSync(join(dir, 'empty'), '');
-    const fifo = join(dir, 'fifo');
-    execFileSync('mkfifo', [fifo]);
-    const cases: Array<[string, Parameters<typeof readHead>[1]]> = [
-      [join(dir, 'hello'), { maxBytes: 5 }],
-      [join(dir, 'hello'), { maxBytes: 12, overflow: 'refuse' }],
-      [join(dir, 'hello'), { maxBytes: 11, overflow: 'refuse' }],
-      [join(dir, 'hello'), { maxBytes: 3, offset: 6 }],
-      [join(dir, 'hello'), { maxBytes: 10, offset: 50 }],
-      [join(dir, 'empty'), { maxBytes: 10 }],
-      // A file whose stat says 0 bytes though it holds text: read to its end, not to that size.
-      ['/proc/self/status', { maxBytes: 64 * 1024 }],
-      [fifo, { maxBytes: 10 }],
-      [dir, { maxBytes: 10 }],
-      [join(dir, 'none'), { maxBytes: 10 }],
-    ];
+    // A file whose stat says 0 bytes though it holds text: read to its end, not to that size.
+    const cases = [...headCases(), ['/proc/self/status', { maxBytes: 64 * 1024 }] as [string, Parameters<typeof readHead>[1]]];
     for (const [path, options] of cases) {
       const head = readHead(path, options);
       const shared = readHeadShared(path, options);

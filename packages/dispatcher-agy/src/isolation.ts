@@ -7,7 +7,9 @@
  * The launch chain, outermost first:
  *   setpriv --pdeathsig KILL   the kernel kills the chain when the dispatcher dies (any way)
  *   perl LAUNCHER              checks the dispatcher is still its parent, reports on fd 3;
- *                              without isolation it takes the directory lock itself
+ *                              without isolation it takes the directory lock itself; where
+ *                              setpriv cannot arm the parent-death signal (none on PATH, or
+ *                              util-linux before 2.33) it arms it itself (prctl), first
  *   unshare ... --kill-child   (isolation) a new PID namespace with its own /proc; its child
  *                              dies with it
  *   setpriv --no-new-privs ... (isolation) drops every capability once /proc is mounted: with
@@ -25,8 +27,17 @@
  * one chain, not a probe chain and then the worker's (README, "Isolation and no orphans").
  * Without isolation the launcher stays as agy's keeper (a subreaper that kills the whole tree
  * when agy exits or the dispatcher dies), and agy runs in a process group of its own.
+ *
+ * The parent-death signal fires when the thread that forked the chain ends, not the process:
+ * Node's child_process.spawn runs libuv's uv_spawn synchronously on the JavaScript thread that
+ * calls it (never on the thread pool), and every chain is spawned from the main thread (the
+ * bin, a hosted unit in a batch's supervisor, `prun dispatch`: none runs a dispatch in a
+ * worker_threads Worker), which ends only with the process (`strace -f` of a dispatch and of a
+ * batch's supervisor: the clone that starts each launcher is made by the thread whose tid is the
+ * pid). A dispatch hosted in a Worker would have its chain killed when that Worker ends.
  */
 import { execFile, spawnSync } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute } from 'node:path';
 import { underParentDeath, which } from '@prun/kit/fs';
 
@@ -35,7 +46,12 @@ export type IsolationSetting = 'auto' | 'off' | 'pid';
 /** What the machine gives, decided once per dispatch before STATE-DIR. */
 export interface LaunchPlan {
   isolation: { kind: 'pid'; unshare: string[] } | { kind: 'none'; reason: string };
-  /** `setpriv --pdeathsig KILL` is there: the kernel stops the chain when the dispatcher dies. */
+  /**
+   * `setpriv --pdeathsig` works here: the kernel stops the chain (and the preflight's and the
+   * quota refresh's helpers) when the dispatcher dies. Without it the launcher, and the perl
+   * wrapper of each helper (`helperLaunch`), arm the signal themselves where prctl's number is
+   * known (`parentDeathOf`).
+   */
   parentDeath: boolean;
   /** perl runs the launcher (lock, status) and the namespace's init; without it, agy is started directly. */
   launcher: boolean;
@@ -43,9 +59,30 @@ export interface LaunchPlan {
   tools?: LaunchTools;
   /**
    * prctl's system call number for this perl (0 or absent: not known), with which the keeper
-   * makes itself a child subreaper; learned once per plan, from perl's own Config.
+   * makes itself a child subreaper and, without `parentDeath`, the launcher arms its own
+   * parent-death signal; learned once per plan, from perl's own Config.
    */
   prctlSyscall?: number;
+}
+
+/** What binds the chain to the dispatcher's life; null: nothing (a SIGKILLed dispatcher leaves it). */
+export interface ParentDeath {
+  /** setpriv arms the signal before it execs the launcher; prctl: the launcher arms it itself. */
+  by: 'setpriv' | 'prctl';
+  /**
+   * KILL for an isolated chain (unshare ignores TERM; its death ends the namespace through
+   * --kill-child), TERM for the keeper, which then kills the tree it keeps before it exits.
+   */
+  signal: 'KILL' | 'TERM';
+}
+
+/** How `plan`'s chain is bound to the dispatcher's life (the `parent-death:` record says it). */
+export function parentDeathOf(plan: LaunchPlan): ParentDeath | null {
+  const signal = plan.isolation.kind === 'pid' ? 'KILL' : 'TERM';
+  if (plan.parentDeath) return { by: 'setpriv', signal };
+  // Only the perl launcher can make the call, and only with the number for its architecture.
+  if (plan.launcher && (plan.prctlSyscall ?? 0) > 0) return { by: 'prctl', signal };
+  return null;
 }
 
 /**
@@ -81,6 +118,77 @@ export function diesWithParent(command: readonly string[], signal: 'KILL' | 'TER
   // kit's spelling of the wrapper (`setpriv --pdeathsig SIGNAL -- ...`), its program located.
   const [, ...options] = underParentDeath(command, signal);
   return [tools.setpriv, ...options];
+}
+
+/**
+ * Starts one of the dispatcher's helpers (the preflight's `--version` and `models`, a quota
+ * `/usage` refresh) where setpriv cannot arm the parent-death signal. argv: dispatcher pid,
+ * prctl's system call number, the fd to report a failed exec on (0: none), then the command.
+ * No module is loaded (see the launcher): PR_SET_PDEATHSIG is 1, SIGKILL 9, F_SETFD 2,
+ * FD_CLOEXEC 1 and ENOENT 2 on every Linux architecture. The signal survives the exec, so the
+ * helper itself (the same pid) is killed with the dispatcher, as under setpriv.
+ */
+export const HELPER_SCRIPT = `
+my ($dispatcher, $prctl, $fd) = splice(@ARGV, 0, 3);
+syscall($prctl, 1, 9, 0, 0, 0);
+# A dispatcher that died before the call is no longer our parent: then nothing may start.
+exit 121 if getppid() != $dispatcher;
+# The report pipe closes with a successful exec (close-on-exec): only a failure writes to it.
+my $report;
+if ($fd > 0 && open($report, '>&=', $fd)) { fcntl($report, 2, 1); } else { undef $report; }
+exec { $ARGV[0] } @ARGV;
+my ($errno, $why) = ($! + 0, "$!");
+# The errno, from which the dispatcher says what spawning the command bare would have said.
+syswrite($report, $errno) if $report;
+# Otherwise as setpriv's failed exec (util-linux's errexec): 127 for a missing file, else 126.
+print STDERR "failed to execute $ARGV[0]: $why\\n";
+exit($errno == 2 ? 127 : 126);
+`;
+
+/** The fd on which the helper wrapper reports a failed exec, where its caller listens (`helperLaunch`). */
+export const HELPER_REPORT_FD = 3;
+
+export interface HelperLaunch {
+  argv: string[];
+  /**
+   * Set when `argv` is the perl wrapper with its report on `HELPER_REPORT_FD`: turns what it
+   * reported (a failed exec's errno) into the launch error a bare spawn of the command gives
+   * (`spawn <file> EACCES`), null for no report (the exec succeeded).
+   */
+  execFailure: ((report: string) => string | null) | null;
+}
+
+/**
+ * A helper's command line (the preflight's commands, the quota `/usage` refresh): under the
+ * kernel's parent-death signal wherever `plan` can bind anything, so a dispatcher killed while
+ * one runs (the bin, or a batch's supervisor hosting the unit) leaves none behind. setpriv
+ * where it arms the signal; else the perl wrapper that arms it itself (`HELPER_SCRIPT`, by the
+ * decision `parentDeathOf` makes for the chain); else the command alone. Always SIGKILL: a
+ * helper has nothing to clean up. With `report`, the wrapper reports a failed exec on
+ * `HELPER_REPORT_FD` (the caller gives the child that pipe), so the caller can tell it from a
+ * command that ran and failed, as it can for a bare spawn.
+ */
+export function helperLaunch(plan: LaunchPlan | null, command: readonly string[], dispatcherPid: number, report = false): HelperLaunch {
+  const death = plan === null ? null : parentDeathOf(plan);
+  if (plan === null || death === null) return { argv: [...command], execFailure: null };
+  const tools = plan.tools ?? BARE_TOOLS;
+  if (death.by === 'setpriv') return { argv: diesWithParent(command, 'KILL', tools), execFailure: null };
+  const fd = report ? HELPER_REPORT_FD : 0;
+  const argv = [tools.perl, '-e', HELPER_SCRIPT, '--', String(dispatcherPid), String(plan.prctlSyscall ?? 0), String(fd), ...command];
+  return { argv, execFailure: report ? (text) => spawnFailure(command[0]!, text) : null };
+}
+
+/** `helperLaunch`'s command line alone, no report (quota's `/usage` refresh judges the exit status). */
+export function helperArgv(plan: LaunchPlan | null, command: readonly string[], dispatcherPid: number): string[] {
+  return helperLaunch(plan, command, dispatcherPid).argv;
+}
+
+/** Node's message for a spawn of `file` that failed with the errno `report` holds (null: none). */
+function spawnFailure(file: string, report: string): string | null {
+  if (!/^\d+$/.test(report)) return null;
+  const errno = Number(report);
+  const name = Object.entries(osConstants.errno).find(([, value]) => value === errno)?.[0];
+  return `spawn ${file} ${name ?? `errno ${errno}`}`;
 }
 
 /** Prints perl's architecture name (`x86_64-linux-gnu-thread-multi`); Config loads only here. */
@@ -126,9 +234,10 @@ print $status "locked\\n";
 
 /**
  * The launcher. argv: dispatcher pid, directory to lock (empty with a wrapper), prctl's system
- * call number (0: not known; only the keeper uses it), N, N words of wrapper (unshare ... perl
- * -e INIT), then the worker command (none with a wrapper: the init reads it). Status lines on
- * fd 3: `busy`, `lock-error <why>`, `locked`, `exec-failed <why>`.
+ * call number (0: not known), the parent-death signal's number to arm with it (0: none, or
+ * setpriv armed it), N, N words of wrapper (unshare ... perl -e INIT), then the worker command
+ * (none with a wrapper: the init reads it). Status lines on fd 3: `busy`, `lock-error <why>`,
+ * `locked`, `exec-failed <why>`.
  *
  * With a wrapper it execs it (the namespace does the rest, the lock included). Without one it stays as the
  * worker's keeper: a child subreaper (orphans of the tree become its children) that starts agy
@@ -140,16 +249,20 @@ print $status "locked\\n";
 export const LAUNCHER_SCRIPT = `
 # No pragma or module is loaded (each is a file perl reads and compiles at every start, about a
 # millisecond of CPU or more; even naming %! loads Errno): these numbers are the same on every
-# Linux architecture (F_GETFD 1, F_SETFD 2, FD_CLOEXEC 1; LOCK_EX 2, LOCK_NB 4; EINTR 4), and
-# opendir opens the directory as O_DIRECTORY does (anything else is refused at once, a FIFO is
-# never waited on).
+# Linux architecture (F_GETFD 1, F_SETFD 2, FD_CLOEXEC 1; LOCK_EX 2, LOCK_NB 4; EINTR 4;
+# PR_SET_PDEATHSIG 1, PR_SET_CHILD_SUBREAPER 36), and opendir opens the directory as O_DIRECTORY
+# does (anything else is refused at once, a FIFO is never waited on).
+my ($dispatcher, $lockdir, $prctl, $pdeath, $n) = splice(@ARGV, 0, 5);
+# Without a setpriv that arms it, the parent-death signal is armed here, first: PR_SET_PDEATHSIG
+# (the number added to 0, or perl would pass the string's address). It survives the exec of
+# unshare (not setuid) as setpriv's does, and is cleared in every child we fork.
+syscall($prctl, 1, $pdeath + 0, 0, 0, 0) if $pdeath > 0 && $prctl > 0;
 open(my $status, '>&=', 3) or exit 120;
 { my $old = select($status); $| = 1; select($old); }
 sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, 1, 0); fcntl($fh, 2, $on ? ($f | 1) : ($f & ~1)); }
-my ($dispatcher, $lockdir, $prctl, $n) = splice(@ARGV, 0, 4);
 my @wrap = splice(@ARGV, 0, $n);
-# The parent-death signal is armed before this program runs; a dispatcher that died earlier is
-# no longer our parent, and then nothing may start.
+# The parent-death signal is armed by now; a dispatcher that died earlier (before setpriv or
+# the prctl above armed it) is no longer our parent, and then nothing may start.
 exit 121 if getppid() != $dispatcher;
 if (@wrap) {
   # The namespace's init takes the directory lock once it knows the directory (INIT).
@@ -476,7 +589,8 @@ export function isolationRecord(plan: LaunchPlan): string {
     plan.isolation.kind === 'pid'
       ? ['isolation: pid', `mechanism: ${plan.isolation.unshare.join(' ')}`, 'capabilities: none']
       : ['isolation: none', `reason: ${plan.isolation.reason}`];
-  lines.push(`parent-death: ${plan.parentDeath ? `setpriv --pdeathsig ${plan.isolation.kind === 'pid' ? 'KILL' : 'TERM'}` : 'none'}`);
+  const death = parentDeathOf(plan);
+  lines.push(`parent-death: ${death === null ? 'none' : death.by === 'setpriv' ? `setpriv --pdeathsig ${death.signal}` : `prctl PR_SET_PDEATHSIG ${death.signal}`}`);
   lines.push(`directory-lock: ${plan.launcher ? 'flock' : 'none'}`);
   return `${lines.join('\n')}\n`;
 }
@@ -495,6 +609,22 @@ export function parksAtInit(plan: LaunchPlan): boolean {
 }
 
 /**
+ * The launcher's command line with its arguments up to the wrapper's length: prctl's number and
+ * the parent-death signal it arms itself (0 when setpriv does, or nothing can).
+ */
+function launcherArgv(plan: LaunchPlan, tools: LaunchTools, dispatcherPid: number, lockDir: string): string[] {
+  const death = parentDeathOf(plan);
+  const pdeath = death?.by === 'prctl' ? osConstants.signals[`SIG${death.signal}`] : 0;
+  return [tools.perl, '-e', LAUNCHER_SCRIPT, '--', String(dispatcherPid), lockDir, String(plan.prctlSyscall ?? 0), String(pdeath)];
+}
+
+/** `launcher` under setpriv's parent-death signal when the plan has it (else the launcher arms its own, or none). */
+function boundToDispatcher(plan: LaunchPlan, launcher: string[], tools: LaunchTools): string[] {
+  const death = parentDeathOf(plan);
+  return death?.by === 'setpriv' ? diesWithParent(launcher, death.signal, tools) : launcher;
+}
+
+/**
  * The isolated chain up to its init, without the worker: the init says `ready` and then reads
  * the worker's directory and command on stdin (`initHeader`).
  */
@@ -502,8 +632,8 @@ export function isolatedChainArgv(plan: LaunchPlan, dispatcherPid: number): stri
   if (!parksAtInit(plan) || plan.isolation.kind !== 'pid') throw new Error('isolatedChainArgv: the plan has no isolated chain');
   const tools = plan.tools ?? BARE_TOOLS;
   const wrap = [...located(plan.isolation.unshare, tools.unshare), '--', ...located(DROP_CAPABILITIES, tools.setpriv), tools.perl, '-e', INIT_SCRIPT, '--'];
-  const launcher = [tools.perl, '-e', LAUNCHER_SCRIPT, '--', String(dispatcherPid), '', '0', String(wrap.length), ...wrap];
-  return plan.parentDeath ? diesWithParent(launcher, 'KILL', tools) : launcher;
+  // In a namespace SIGKILL to unshare ends everything (--kill-child, then the init's death).
+  return boundToDispatcher(plan, [...launcherArgv(plan, tools, dispatcherPid, ''), String(wrap.length), ...wrap], tools);
 }
 
 /**
@@ -514,9 +644,7 @@ export function launchArgv(plan: LaunchPlan, input: LaunchInput): string[] {
   if (!plan.launcher) return [...input.command];
   if (parksAtInit(plan)) return isolatedChainArgv(plan, input.dispatcherPid);
   const tools = plan.tools ?? BARE_TOOLS;
-  const prctl = String(plan.prctlSyscall ?? 0);
-  const launcher = [tools.perl, '-e', LAUNCHER_SCRIPT, '--', String(input.dispatcherPid), input.lockDir, prctl, '0', ...input.command];
   // The keeper (no namespace) must clean up when the dispatcher dies, so it gets a signal it
-  // can handle; in a namespace (isolatedChainArgv), SIGKILL to unshare ends everything.
-  return plan.parentDeath ? diesWithParent(launcher, 'TERM', tools) : launcher;
+  // can handle (TERM, parentDeathOf).
+  return boundToDispatcher(plan, [...launcherArgv(plan, tools, input.dispatcherPid, input.lockDir), '0', ...input.command], tools);
 }

@@ -2,7 +2,7 @@
  * Child-process plumbing for the dispatcher: every child leads its own process group so that a
  * signal, a deadline or the end of the run can stop it together with everything it started.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { constants } from 'node:os';
 
 /** Send `signal` to the whole process group led by `pid`; false when the group is gone. */
@@ -31,17 +31,27 @@ export interface CapturedRun {
 /**
  * Run a short command to completion, capturing its output as UTF-8 text (invalid bytes
  * replaced). On timeout the whole group is killed. `onStart` hands the child to whoever must be
- * able to kill it early (the signal handler).
+ * able to kill it early (the signal handler). With `execReport` the child also gets a pipe on
+ * fd 3, on which a wrapper reports that its own exec of the command failed: what it wrote,
+ * turned into a launch error by `execReport` (null: none), is then the run's `launchError`, as
+ * a failed spawn of the command itself would be.
  */
 export function runCaptured(
   file: string,
   args: readonly string[],
-  options: { env: NodeJS.ProcessEnv; cwd: string; timeoutMs: number; onStart?: (child: ChildProcess | null) => void },
+  options: {
+    env: NodeJS.ProcessEnv;
+    cwd: string;
+    timeoutMs: number;
+    onStart?: (child: ChildProcess | null) => void;
+    execReport?: (report: string) => string | null;
+  },
 ): Promise<CapturedRun> {
   return new Promise((resolve) => {
     let child: ChildProcess;
     try {
-      child = spawn(file, [...args], { cwd: options.cwd, env: options.env, stdio: ['inherit', 'pipe', 'pipe'], detached: true });
+      const stdio: StdioOptions = options.execReport === undefined ? ['inherit', 'pipe', 'pipe'] : ['inherit', 'pipe', 'pipe', 'pipe'];
+      child = spawn(file, [...args], { cwd: options.cwd, env: options.env, stdio, detached: true });
     } catch (error) {
       resolve({ stdout: '', stderr: '', code: null, signal: null, timedOut: false, launchError: errorText(error) });
       return;
@@ -51,6 +61,8 @@ export function runCaptured(
     const err: Buffer[] = [];
     child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));
     child.stderr?.on('data', (chunk: Buffer) => err.push(chunk));
+    const report: Buffer[] = [];
+    child.stdio[3]?.on('data', (chunk: Buffer) => report.push(chunk));
     let timedOut = false;
     let launchError: string | null = null;
     const timer = timerAfter(options.timeoutMs, () => {
@@ -70,6 +82,11 @@ export function runCaptured(
       options.onStart?.(null);
       // Anything the command left behind in its group goes with it.
       if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+      const execFailed = options.execReport?.(Buffer.concat(report).toString('utf8')) ?? null;
+      if (execFailed !== null) {
+        resolve({ stdout: '', stderr: '', code: null, signal: null, timedOut: false, launchError: execFailed });
+        return;
+      }
       resolve({
         stdout: Buffer.concat(out).toString('utf8'),
         stderr: Buffer.concat(err).toString('utf8'),

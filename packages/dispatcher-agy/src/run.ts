@@ -50,7 +50,7 @@ import {
   stdinPayload,
   type WorkerEnd,
 } from './decide.js';
-import { cachedLaunchPlan, diesWithParent, isolationRecord, parksAtInit, type ChainProbe, type LaunchPlan, type ProbeResult } from './isolation.js';
+import { cachedLaunchPlan, helperArgv, helperLaunch, isolationRecord, parksAtInit, type ChainProbe, type LaunchPlan, type ProbeResult } from './isolation.js';
 import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
 import { MESSAGE_PREFIX, PUBLISH_TAG, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
@@ -486,11 +486,11 @@ async function loadStatesIfNeeded(model: string, run: Dispatch, cwd: string): Pr
 
 /**
  * A `/usage` refresh's agy must not outlive this process either (killed while the query runs, a
- * dispatcher or a batch's supervisor would leave it running): under the same parent-death
- * signal as the worker's chain and the preflight, where the launch plan found it working.
+ * dispatcher or a batch's supervisor would leave it running): under the parent-death signal
+ * like the worker's chain and the preflight, wherever the launch plan can arm it (helperArgv).
  */
-function refreshDiesWithUs(run: Dispatch): boolean {
-  return run.plan?.parentDeath === true;
+function refreshDiesWithUs(run: Dispatch): (command: readonly string[]) => string[] {
+  return (command) => helperArgv(run.plan, command, process.pid);
 }
 
 /** README "How it works", steps 3-6: the model that will run, or a Stop. */
@@ -537,14 +537,16 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
   const parts: string[] = [];
   const writeTail = (): void => run.writeState(STATE_FILES.preflightTail, parts.join('\n'));
   const launch = (args: string[]): { child: () => ChildProcess | null; done: Promise<CapturedRun> } => {
-    // Under the kernel's parent-death signal too: a preflight command must not outlive a
-    // killed dispatcher either.
-    const command = run.plan?.parentDeath === true ? diesWithParent([config.exe, ...args], 'KILL', run.plan.tools) : [config.exe, ...args];
+    // Under the kernel's parent-death signal too (where the plan can arm it): a preflight
+    // command must not outlive a killed dispatcher either. A wrapper's failed exec is still an
+    // OS error launching (step 3), not a command that failed.
+    const helper = helperLaunch(run.plan, [config.exe, ...args], process.pid, true);
     let mine: ChildProcess | null = null;
-    const done = runCaptured(command[0]!, command.slice(1), {
+    const done = runCaptured(helper.argv[0]!, helper.argv.slice(1), {
       env,
       cwd: config.cwd,
       timeoutMs: timeoutSeconds * 1000,
+      ...(helper.execFailure === null ? {} : { execReport: helper.execFailure }),
       onStart: (child) => {
         if (child !== null) {
           mine = child;

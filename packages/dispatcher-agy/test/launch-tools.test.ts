@@ -6,17 +6,22 @@
  * perl launcher and init compile without loading any module file; the keeper's prctl number comes
  * from the plan (perl's Config, asked once), not from loading Config at every start.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import {
+  HELPER_REPORT_FD,
+  HELPER_SCRIPT,
   INIT_SCRIPT,
   LAUNCHER_SCRIPT,
+  helperArgv,
+  helperLaunch,
   initHeader,
   isolatedChainArgv,
   isolationRecord,
   launchArgv,
+  parentDeathOf,
   planLaunch,
   prctlSyscallFor,
   resolveLaunchTools,
@@ -32,6 +37,8 @@ const tools = resolveLaunchTools({ PATH });
 const found = isAbsolute(tools.setpriv) && isAbsolute(tools.unshare) && isAbsolute(tools.perl);
 const namespace = planLaunch('auto', process.platform, process.getuid?.() === 0);
 const noNamespace = namespace.isolation.kind === 'pid' ? null : namespace.isolation.reason;
+/** prctl's number for this perl (0: not Linux, no perl, or not known). */
+const prctl = process.platform === 'linux' && isAbsolute(tools.perl) ? (planLaunch('off', process.platform, false, undefined, tools).prctlSyscall ?? 0) : 0;
 
 describe('resolveLaunchTools', () => {
   test.skipIf(!found)(`finds each program where PATH does${found ? '' : ' (skipped: setpriv, unshare or perl is not on PATH)'}`, () => {
@@ -65,6 +72,54 @@ describe('the perl launcher and init', () => {
       expect(probe.stderr).toBe('loaded:\n');
     }
   });
+
+  // The launcher that arms its own parent-death signal (no setpriv) can be forked, and its
+  // dispatcher die, before its prctl: the kernel then never sends the signal, so the launcher
+  // must see that its parent is no longer the dispatcher and start nothing. Made to happen every
+  // time: the launcher's process stops itself before its exec and is let go once its parent
+  // (standing in for the dispatcher) is dead.
+  test.skipIf(prctl === 0)(
+    `armed after its dispatcher died, starts nothing${prctl === 0 ? ' (skipped: not Linux, no perl, or prctl unknown here)' : ''}`,
+    async () => {
+      const dir = pool.root().dir;
+      const started = join(dir, 'started');
+      // The parent: forks the launcher-to-be, which ignores the SIGHUP its orphaned, stopped
+      // process group gets and stops itself; the parent prints its pid once it has stopped.
+      const parentScript = [
+        's/^PARENT$/$$/ for @ARGV;',
+        'my $pid = fork();',
+        'if ($pid == 0) { $SIG{HUP} = "IGNORE"; kill("STOP", $$); exec { $ARGV[0] } @ARGV; exit 126; }',
+        'waitpid($pid, 2);', // WUNTRACED
+        '$| = 1; print "$pid\\n";',
+        'waitpid($pid, 0);',
+      ].join('\n');
+      const launcher = [tools.perl, '-e', LAUNCHER_SCRIPT, '--', 'PARENT', dir, String(prctl), '15', '0', '/bin/sh', '-c', `echo started > "${started}"; exec sleep 30`];
+      const parent = spawn(tools.perl, ['-e', parentScript, '--', ...launcher], { stdio: ['ignore', 'pipe', 'ignore', 'pipe'] });
+      const status: Buffer[] = [];
+      parent.stdio[3]!.on('data', (chunk: Buffer) => status.push(chunk));
+      // Every end of the pipes: the parent and the launcher (and anything it started) are gone.
+      const closed = new Promise<void>((resolve) => parent.on('close', () => resolve()));
+      const child = await new Promise<number>((resolve) => parent.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
+      parent.kill('SIGKILL');
+      await new Promise((resolve) => parent.once('exit', resolve));
+      process.kill(child, 'SIGCONT');
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), 10_000)));
+      const outcome = await Promise.race([closed.then(() => 'closed' as const), late]).finally(() => clearTimeout(timer));
+      if (outcome === 'late') {
+        // Started after all: end what it started before failing.
+        try {
+          process.kill(child, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      expect(outcome).toBe('closed');
+      // Not even the lock was taken (`locked` comes first), and the command never ran.
+      expect(Buffer.concat(status).toString()).toBe('');
+      expect(existsSync(started)).toBe(false);
+    },
+  );
 });
 
 describe('the init, parked', () => {
@@ -102,7 +157,7 @@ describe('launchArgv', () => {
     // No directory and no command: the init reads both on stdin (initHeader), once it is ready.
     expect(launchArgv(isolated, input)).toEqual([
       '/opt/u/setpriv', '--pdeathsig', 'KILL', '--',
-      '/opt/p/perl', '-e', LAUNCHER_SCRIPT, '--', '4242', '', '0', '15',
+      '/opt/p/perl', '-e', LAUNCHER_SCRIPT, '--', '4242', '', '0', '0', '15',
       '/opt/u/unshare', '--pid', '--fork', '--mount-proc', '--kill-child', '--',
       '/opt/u/setpriv', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--',
       '/opt/p/perl', '-e', INIT_SCRIPT, '--',
@@ -118,11 +173,130 @@ describe('launchArgv', () => {
     const keeper: LaunchPlan = { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath: true, launcher: true, tools: located, prctlSyscall: 157 };
     const argv = launchArgv(keeper, input);
     expect(argv.slice(0, 6)).toEqual(['/opt/u/setpriv', '--pdeathsig', 'TERM', '--', '/opt/p/perl', '-e']);
-    // The keeper gets prctl's number; no wrapper.
-    expect(argv.slice(7)).toEqual(['--', '4242', '/tmp/work', '157', '0', '/bin/agy', '--mode', 'plan']);
+    // The keeper gets prctl's number (setpriv armed the parent-death signal: none to arm); no wrapper.
+    expect(argv.slice(7)).toEqual(['--', '4242', '/tmp/work', '157', '0', '0', '/bin/agy', '--mode', 'plan']);
     const { tools: _, ...byName } = isolated;
     const bare = launchArgv(byName, input);
-    expect([bare[0], bare[4], bare[12], bare[18], bare[23]]).toEqual(['setpriv', 'perl', 'unshare', 'setpriv', 'perl']);
+    expect([bare[0], bare[4], bare[13], bare[19], bare[24]]).toEqual(['setpriv', 'perl', 'unshare', 'setpriv', 'perl']);
+  });
+
+  // review17: with perl but no working `setpriv --pdeathsig`, a kill -9 of the dispatcher left
+  // the chain running; the launcher now arms the signal itself with prctl's number.
+  test('without setpriv the launcher arms the parent-death signal itself: TERM for the keeper, KILL for unshare', () => {
+    const keeper: LaunchPlan = { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath: false, launcher: true, tools: located, prctlSyscall: 157 };
+    expect(launchArgv(keeper, input)).toEqual(['/opt/p/perl', '-e', LAUNCHER_SCRIPT, '--', '4242', '/tmp/work', '157', '15', '0', '/bin/agy', '--mode', 'plan']);
+    expect(parentDeathOf(keeper)).toEqual({ by: 'prctl', signal: 'TERM' });
+    expect(isolationRecord(keeper)).toBe('isolation: none\nreason: PRUN_ISOLATE=off\nparent-death: prctl PR_SET_PDEATHSIG TERM\ndirectory-lock: flock\n');
+
+    const oldSetpriv: LaunchPlan = { ...isolated, parentDeath: false, prctlSyscall: 167 };
+    const argv = isolatedChainArgv(oldSetpriv, 4242);
+    expect(argv.slice(0, 3)).toEqual(['/opt/p/perl', '-e', LAUNCHER_SCRIPT]);
+    expect(argv.slice(3, 9)).toEqual(['--', '4242', '', '167', '9', '15']);
+    expect(argv[9]).toBe('/opt/u/unshare');
+    expect(isolationRecord(oldSetpriv)).toBe(
+      'isolation: pid\nmechanism: unshare --pid --fork --mount-proc --kill-child\ncapabilities: none\nparent-death: prctl PR_SET_PDEATHSIG KILL\ndirectory-lock: flock\n',
+    );
+  });
+
+  test("an architecture whose prctl number is not known, or no perl, keeps the honest 'parent-death: none'", () => {
+    const unknown: LaunchPlan = { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath: false, launcher: true, tools: located, prctlSyscall: 0 };
+    expect(parentDeathOf(unknown)).toBeNull();
+    expect(launchArgv(unknown, input).slice(3, 9)).toEqual(['--', '4242', '/tmp/work', '0', '0', '0']);
+    expect(isolationRecord(unknown)).toBe('isolation: none\nreason: PRUN_ISOLATE=off\nparent-death: none\ndirectory-lock: flock\n');
+    const { prctlSyscall: _, ...absent } = unknown;
+    expect(parentDeathOf(absent)).toBeNull();
+    const noPerl: LaunchPlan = { isolation: { kind: 'none', reason: 'perl is not on PATH (it runs the namespace init)' }, parentDeath: false, launcher: false, prctlSyscall: 157 };
+    expect(parentDeathOf(noPerl)).toBeNull();
+    expect(launchArgv(noPerl, input)).toEqual(input.command);
+    expect(isolationRecord(noPerl)).toBe('isolation: none\nreason: perl is not on PATH (it runs the namespace init)\nparent-death: none\ndirectory-lock: none\n');
+    // setpriv's values stay byte for byte.
+    expect(isolationRecord({ ...unknown, parentDeath: true })).toBe('isolation: none\nreason: PRUN_ISOLATE=off\nparent-death: setpriv --pdeathsig TERM\ndirectory-lock: flock\n');
+  });
+});
+
+// review17's rest: the preflight's and the quota refresh's helpers were wrapped only under a
+// setpriv that arms the parent-death signal; without one they ran bare and outlived a killed
+// dispatcher (orphans.test.ts kills it while each hangs).
+describe('helperArgv', () => {
+  const located = { setpriv: '/opt/u/setpriv', unshare: '/opt/u/unshare', perl: '/opt/p/perl' };
+  const command = ['/bin/agy', '--version'];
+  const keeper: LaunchPlan = { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, parentDeath: true, launcher: true, tools: located, prctlSyscall: 157 };
+  const isolated: LaunchPlan = { ...keeper, isolation: { kind: 'pid', unshare: ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child'] } };
+
+  test('under setpriv --pdeathsig KILL where setpriv arms it, by the path the plan found (the keeper chain gets TERM, a helper KILL)', () => {
+    expect(helperArgv(keeper, command, 4242)).toEqual(['/opt/u/setpriv', '--pdeathsig', 'KILL', '--', '/bin/agy', '--version']);
+    expect(helperArgv(isolated, command, 4242)).toEqual(helperArgv(keeper, command, 4242));
+    const { tools: _, ...byName } = keeper;
+    expect(helperArgv(byName, command, 4242)[0]).toBe('setpriv');
+  });
+
+  test("without such a setpriv, under the perl wrapper with the dispatcher's pid and prctl's number", () => {
+    for (const plan of [{ ...keeper, parentDeath: false }, { ...isolated, parentDeath: false }]) {
+      expect(helperArgv(plan, command, 4242)).toEqual(['/opt/p/perl', '-e', HELPER_SCRIPT, '--', '4242', '157', '0', '/bin/agy', '--version']);
+      // The preflight's: a failed exec reported on fd 3, read back as a bare spawn's error.
+      const reporting = helperLaunch(plan, command, 4242, true);
+      expect(reporting.argv).toEqual(['/opt/p/perl', '-e', HELPER_SCRIPT, '--', '4242', '157', String(HELPER_REPORT_FD), '/bin/agy', '--version']);
+      expect(HELPER_REPORT_FD).toBe(3);
+      expect(reporting.execFailure?.('13')).toBe('spawn /bin/agy EACCES');
+      expect(reporting.execFailure?.('2')).toBe('spawn /bin/agy ENOENT');
+      expect(reporting.execFailure?.('')).toBeNull();
+      expect(helperLaunch(plan, command, 4242).execFailure).toBeNull();
+    }
+  });
+
+  test('bare where nothing can bind it: prctl not known, no perl, or no plan yet', () => {
+    expect(helperArgv({ ...keeper, parentDeath: false, prctlSyscall: 0 }, command, 4242)).toEqual(command);
+    expect(helperArgv({ ...keeper, parentDeath: false, launcher: false }, command, 4242)).toEqual(command);
+    expect(helperArgv(null, command, 4242)).toEqual(command);
+    // Only the perl wrapper reports on fd 3: no other is given that pipe.
+    for (const plan of [keeper, { ...keeper, parentDeath: false, prctlSyscall: 0 }, null]) expect(helperLaunch(plan, command, 4242, true).execFailure).toBeNull();
+  });
+});
+
+describe.skipIf(prctl === 0)(`the helper wrapper${prctl === 0 ? ' (skipped: not Linux, no perl, or prctl unknown here)' : ''}`, () => {
+  const wrapped = (dispatcherPid: number, argv: readonly string[], script = HELPER_SCRIPT) =>
+    spawnSync(tools.perl, ['-e', script, '--', String(dispatcherPid), String(prctl), '0', ...argv], { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  /** With the report pipe on fd 3, as the preflight runs it. */
+  const reporting = (argv: readonly string[]) =>
+    spawnSync(tools.perl, ['-e', HELPER_SCRIPT, '--', String(process.pid), String(prctl), '3', ...argv], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], encoding: 'utf8' });
+
+  test('execs the command in its own process (the pid the dispatcher holds), loading no module', () => {
+    const run = wrapped(process.pid, ['/bin/sh', '-c', 'echo "$$ $PPID"']);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toBe(`${run.pid} ${process.pid}\n`);
+    const modules = wrapped(process.pid, ['/nonexistent-prun/agy'], `END { print STDERR "loaded:", join(",", sort keys %INC), "\\n" }\n${HELPER_SCRIPT}`);
+    expect(modules.stderr.split('\n').at(-2)).toBe('loaded:');
+  });
+
+  // run.ts and quota judge a wrapped helper's failed exec as setpriv's: the same status, the reason on stderr.
+  test("fails an exec as setpriv does: 127 for a missing file, 126 for one it may not run, the reason on stderr", () => {
+    const dir = pool.root().dir;
+    const notExecutable = join(dir, 'agy');
+    writeFileSync(notExecutable, '#!/bin/sh\n', { mode: 0o644 });
+    const missing = wrapped(process.pid, ['/nonexistent-prun/agy', '--version']);
+    expect([missing.status, missing.stdout, missing.stderr]).toEqual([127, '', 'failed to execute /nonexistent-prun/agy: No such file or directory\n']);
+    const refused = wrapped(process.pid, [notExecutable, '--version']);
+    expect([refused.status, refused.stderr]).toEqual([126, `failed to execute ${notExecutable}: Permission denied\n`]);
+    if (isAbsolute(tools.setpriv)) {
+      const statuses = [['/nonexistent-prun/agy'], [notExecutable]].map((argv) => spawnSync(tools.setpriv, ['--pdeathsig', 'KILL', '--', ...argv], { stdio: 'ignore' }).status);
+      expect(statuses).toEqual([127, 126]);
+    }
+  });
+
+  test('with the report pipe, writes a failed exec\'s errno on it, and a command it started does not hold it', () => {
+    const missing = reporting(['/nonexistent-prun/agy']);
+    expect([missing.status, missing.output[3]]).toEqual([127, '2']);
+    const started = reporting(['/bin/sh', '-c', 'if [ -e /dev/fd/3 ]; then echo open; else echo closed; fi']);
+    expect([started.status, started.stdout, started.output[3]]).toEqual([0, 'closed\n', '']);
+  });
+
+  // Armed too late (its dispatcher died first) the signal never comes: the wrapper must see that
+  // its parent is not the dispatcher and run nothing. A pid that is not its parent stands in.
+  test('whose parent is not the dispatcher runs nothing', () => {
+    const started = join(pool.root().dir, 'started');
+    const run = wrapped(1, ['/bin/sh', '-c', `echo started > "${started}"`]);
+    expect(run.status).toBe(121);
+    expect(existsSync(started)).toBe(false);
   });
 });
 

@@ -122,6 +122,11 @@ describe('errors and signals', () => {
     expect(formatCliError('prun-x', error)).toBe('prun-x: bad value\n');
   });
 
+  test('formatCliError prints a name holding a newline or an escape on one line, escaped', () => {
+    const error = new CliError('not a batch directory (no plan.json): /tmp/a\nb\x1b[2J', { hint: 'try /tmp/a\nb' });
+    expect(formatCliError('prun', error)).toBe('prun: not a batch directory (no plan.json): /tmp/a\\x0ab\\x1b[2J\nprun: hint: try /tmp/a\\x0ab\n');
+  });
+
   test('formatInternalError keeps the first line only unless debugging', () => {
     expect(formatInternalError('b', new Error('one\ntwo'), {})).toBe('b: internal error: one\n');
     expect(formatInternalError('b', 'plain', { PRUN_DEBUG: '1' })).toBe('b: internal error: plain\n');

@@ -20,6 +20,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import {
   DestinationExistsError,
   atomicTempPath,
+  errorWords,
   isDirectory,
   isRegularFile,
   parseAtomicTempName,
@@ -58,6 +59,24 @@ async function unprivileged(kind: 'write' | 'read', path: string): Promise<unkno
   if (result.status !== 0) throw new Error(`probe as nobody failed: ${result.stderr}`);
   return JSON.parse(result.stdout);
 }
+
+describe('errorWords', () => {
+  test("a failed call's strerror text, lower-cased; else its code; else its message", () => {
+    const failed = (call: () => unknown): unknown => {
+      try {
+        call();
+      } catch (error) {
+        return error;
+      }
+      throw new Error('the call did not fail');
+    };
+    symlinkSync('loop', join(dir, 'loop'));
+    expect(errorWords(failed(() => statSync(join(dir, 'loop'))))).toBe('too many levels of symbolic links');
+    expect(errorWords(failed(() => statSync(join(dir, 'nowhere'))))).toBe('no such file or directory');
+    expect(errorWords(Object.assign(new Error('odd'), { code: 'EWHATEVER' }))).toBe('EWHATEVER');
+    expect(errorWords(new Error('plain'))).toBe('plain');
+  });
+});
 
 describe('writeFileAtomic', () => {
   test('a publish replaces the inode: a hard link to the old file keeps the old bytes', () => {

@@ -4,6 +4,7 @@
 // lock itself and acts on the requests the same way (BatchRun.cancel), starting nothing, so that
 // `--resume` never runs a cancelled unit.
 import { closeSync } from 'node:fs';
+import { notABatchDirectory } from '@prun/unit-state/ledger';
 import { BatchRun, batchPaths } from './batch.js';
 import { writeCancelRequest } from './cancel-requests.js';
 import { BatchError, EXIT } from './errors.js';
@@ -44,7 +45,7 @@ function checkIds(dir: string, ids: string[]): string[] {
   try {
     known = loadPlan(paths.plan).units.map((unit) => unit.id);
   } catch (error) {
-    if (error instanceof PlanError) throw new BatchError(`not a batch directory (${error.message}): ${paths.dir}`, EXIT.usage);
+    if (error instanceof PlanError) throw new BatchError(notABatchDirectory(paths.dir, error.message), EXIT.usage);
     throw error;
   }
   const unknown = [...new Set(ids)].filter((id) => !known.includes(id));

@@ -18,6 +18,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { fsyncPath, isDirectory } from '@prun/kit/fs';
+import { batchDirProblem, notABatchDirectory } from '@prun/unit-state/ledger';
 import { basename, dirname, join, resolve } from 'node:path';
 import { batchPaths, queuedEntry, unitEnv, type BatchPaths } from './batch.js';
 import { dispatcherRefusal, type PreflightUnit } from './dispatcher.js';
@@ -381,21 +382,12 @@ export function refuseDamagedLedger(paths: BatchPaths, ledger: LedgerRead): void
  */
 export async function openBatch(dir: string, env: NodeJS.ProcessEnv, cwd: string, options: { preflight?: boolean } = {}): Promise<OpenBatch> {
   const paths = batchPaths(resolveBatchDir(dir, cwd));
-  let stat;
-  try {
-    stat = statSync(paths.dir);
-  } catch (error) {
-    const left = abandonedLayouts(paths.dir);
+  // Judged as every other command judges it (unit-state's batchDirProblem); the ledger by the rules below.
+  const problem = batchDirProblem(paths.dir, { ledger: false });
+  if (problem !== null) {
+    const left = problem === 'no such directory' ? abandonedLayouts(paths.dir) : [];
     const hint = left.length === 0 ? '' : `; a prun killed while creating it left ${basename(left[0]!)} beside it, from which nothing ran: start the batch again with prun batch PLAN --dir ${dir}`;
-    // Worded as every other command words it (paths.ts refuseNonBatchDir); another errno as it is.
-    const why = code(error) === 'ENOENT' ? 'no such directory' : code(error);
-    throw new BatchError(`not a batch directory (${why}): ${paths.dir}${hint}`, EXIT.usage);
-  }
-  if (!stat.isDirectory()) throw new BatchError(`not a batch directory (not a directory): ${paths.dir}`, EXIT.usage);
-  try {
-    statSync(paths.plan);
-  } catch {
-    throw new BatchError(`not a batch directory (no plan.json): ${paths.dir}`, EXIT.usage);
+    throw new BatchError(`${notABatchDirectory(paths.dir, problem)}${hint}`, EXIT.usage);
   }
   const unwritable = isWritableDir(paths.dir);
   if (unwritable !== null) throw new BatchError(`cannot write in the batch directory ${paths.dir} (${unwritable})`, EXIT.usage);

@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { BATCH_FILES, batchDirProblem } from '@prun/unit-state/ledger';
+import { BATCH_FILES, batchDirProblem, notABatchDirectory } from '@prun/unit-state/ledger';
 import { BatchError, EXIT } from './errors.js';
 import { LOCK_FILE } from './lock.js';
 
@@ -34,5 +34,5 @@ export type BatchPaths = ReturnType<typeof batchPaths>;
  */
 export function refuseNonBatchDir(dir: string, { ledger = false }: { ledger?: boolean } = {}): void {
   const problem = batchDirProblem(dir, { ledger });
-  if (problem !== null) throw new BatchError(`not a batch directory (${problem}): ${dir}`, EXIT.usage);
+  if (problem !== null) throw new BatchError(notABatchDirectory(dir, problem), EXIT.usage);
 }

@@ -43,8 +43,9 @@ export function sandbox(extra: NodeJS.ProcessEnv = {}): Sandbox {
   return { root, env, logDir: join(root, 'agy-log'), cleanup };
 }
 
-/** SIGKILL every process whose working directory is `root` or below it (this sandbox's leftovers). */
-export function killProcessesUnder(root: string): void {
+/** Pids of the processes (but this one) whose working directory is `root` or below it. */
+export function processesUnder(root: string): number[] {
+  const found: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     let cwd: string;
@@ -53,9 +54,16 @@ export function killProcessesUnder(root: string): void {
     } catch {
       continue;
     }
-    if (cwd !== root && !cwd.startsWith(`${root}/`)) continue;
+    if (cwd === root || cwd.startsWith(`${root}/`)) found.push(Number(entry));
+  }
+  return found;
+}
+
+/** SIGKILL every process whose working directory is `root` or below it (this sandbox's leftovers). */
+export function killProcessesUnder(root: string): void {
+  for (const pid of processesUnder(root)) {
     try {
-      process.kill(Number(entry), 'SIGKILL');
+      process.kill(pid, 'SIGKILL');
     } catch {
       // Gone meanwhile.
     }

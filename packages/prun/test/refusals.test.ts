@@ -2,7 +2,7 @@
 // line naming the setting, field or path, exit 2, nothing created, no worker started (fake
 // agy's call log stays empty). Run from a scratch working directory with relative paths.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -187,6 +187,46 @@ describe('prun batch refuses before the first worker starts', () => {
     } finally {
       rmSync(open, { recursive: true, force: true });
     }
+  });
+
+  it.skipIf(noNobody !== null)(`a batch directory nobody may search names EACCES, not a missing plan.json${noNobody === null ? '' : ` (skipped: ${noNobody})`}`, async () => {
+    const open = mkdtempSync(join(tmpdir(), 'prun-eacces-'));
+    try {
+      chmodSync(open, 0o755);
+      const shut = join(open, 'fanout');
+      mkdirSync(shut);
+      writeFileSync(join(shut, 'plan.json'), JSON.stringify({ units: [unit('u1')] }));
+      writeFileSync(join(shut, 'ledger.jsonl'), '');
+      chmodSync(shut, 0o000);
+      for (const args of [['status', 'fanout'], ['batch', '--resume', 'fanout'], ['cancel', 'fanout', 'u1']]) {
+        const [file, argv] = asNobody([process.execPath, prunBin, ...args]);
+        const run = await execa(file, argv, { reject: false, extendEnv: false, env: { ...box.env, HOME: open, TMPDIR: open }, cwd: open });
+        expect(run.exitCode, args.join(' ')).toBe(2);
+        expect(String(run.stderr), args.join(' ')).toBe(`prun: not a batch directory (plan.json: permission denied): ${shut}`);
+      }
+    } finally {
+      chmodSync(join(open, 'fanout'), 0o755);
+      rmSync(open, { recursive: true, force: true });
+    }
+  });
+
+  it('names why a directory could not be looked at, and prints a hostile name on one line', async () => {
+    const dir = caseDir();
+    symlinkSync('loop', join(dir, 'loop'));
+    const cases: Array<[string, string, string]> = [
+      ['loop', 'too many levels of symbolic links', `${dir}/loop`],
+      ['plan.json/sub', 'not a directory', `${dir}/plan.json/sub`],
+      ['n'.repeat(300), 'file name too long', `${dir}/${'n'.repeat(300)}`],
+      ['a\nb\x1b[2J', 'no such directory', `${dir}/a\\x0ab\\x1b[2J`],
+    ];
+    for (const [target, why, shown] of cases) {
+      for (const args of [['status', target], ['batch', '--resume', target]]) {
+        const run = await prun(args, { env: box.env, cwd: dir });
+        expect(run.exitCode, args.join(' ')).toBe(2);
+        expect(String(run.stderr), args.join(' ')).toBe(`prun: not a batch directory (${why}): ${shown}`);
+      }
+    }
+    expect(workerStarts(box.logDir)).toEqual({});
   });
 
   it('--resume and --retry-failed refuse a bad setting and an unwritable results folder, changing nothing', async () => {

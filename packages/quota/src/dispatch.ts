@@ -9,7 +9,7 @@ export { type Env, type SnapshotLocation, snapshotLocation } from './location.js
 export { QUOTA_EXHAUSTED_EXIT, type RouteDecision, gateEnabled, routeNeedsSnapshot, route, recheckAfterFallback } from './route.js';
 export { QUOTA_CACHE_MAX_AGE_SECONDS, type LoadOptions, type RouteForDispatchOptions, loadPoolStatesForDispatch, routeForDispatch } from './load.js';
 export type { PoolState, PoolStates } from './states.js';
-export type { RefreshOptions, RefreshResult } from './refresh.js';
+export type { ParentDeathWrap, RefreshOptions, RefreshResult } from './refresh.js';
 
 /** The main entry's `refresh`, loaded on first call. */
 export async function refresh(options: RefreshOptions = {}): Promise<RefreshResult> {

@@ -49,6 +49,7 @@ export {
   type RefreshReason,
   type RefreshResult,
   type RefreshOptions,
+  type ParentDeathWrap,
   type UsageQuery,
   type UsageQueryResult,
   type UsageRunner,

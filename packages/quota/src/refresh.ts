@@ -1,4 +1,4 @@
-import { access, mkdir, open, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { underParentDeath, which as whichOnPath } from '@prun/kit/fs';
 import { pyInt } from '@prun/kit/py';
@@ -71,11 +71,22 @@ export interface RefreshOptions {
   /** Directory a relative `ANTIGRAVITY_BIN` is resolved against; defaults to process.cwd(). */
   readonly cwd?: string;
   /**
-   * Start agy under the kernel's parent-death signal (`setpriv --pdeathsig KILL`), so a host
-   * killed while the query runs (a dispatcher, a batch's supervisor) leaves no agy behind. Only
-   * for a caller that knows setpriv works here: the dispatcher passes its launch plan's answer.
+   * Start agy under the kernel's parent-death signal, so a host killed while the query runs (a
+   * dispatcher, a batch's supervisor) leaves no agy behind. `true`: `setpriv --pdeathsig KILL`
+   * (kit's `underParentDeath`), only for a caller that knows setpriv works here. A function: the
+   * caller's own wrapping, given the query's command line and returning the one to run (the
+   * dispatcher passes its launch plan's, which also covers machines without such a setpriv).
    */
-  readonly parentDeath?: boolean;
+  readonly parentDeath?: boolean | ParentDeathWrap;
+}
+
+/** A command line turned into one that runs it bound to its host's life (`RefreshOptions.parentDeath`). */
+export type ParentDeathWrap = (command: readonly string[]) => string[];
+
+/** The query's command line as `parentDeath` asks for it. */
+function boundToHost(usage: readonly string[], parentDeath: RefreshOptions['parentDeath']): string[] {
+  if (typeof parentDeath === 'function') return parentDeath(usage);
+  return parentDeath === true ? underParentDeath(usage) : [...usage];
 }
 
 /** Python's `int()` of a setting (kit's pyInt); anything invalid or not positive gives the fallback. */
@@ -234,7 +245,7 @@ export async function refresh(options: RefreshOptions = {}): Promise<RefreshResu
       if (executable === null) return done('failed', 'no-binary', false, 'agy not found; install the Antigravity CLI or set ANTIGRAVITY_BIN');
       const runner = options.runner ?? runUsageQuery;
       const usage = [executable, '-p', '/usage', '--output-format', 'json', '--print-timeout', `${timeoutSeconds}s`];
-      const command = options.parentDeath === true ? underParentDeath(usage) : usage;
+      const command = boundToHost(usage, options.parentDeath);
       const query = await runner({
         file: command[0]!,
         args: command.slice(1),

@@ -83,6 +83,20 @@ describe('refresh', () => {
     });
   });
 
+  it("with a parentDeath function starts the query line it returns (the dispatcher's own wrapping where setpriv cannot arm the signal)", async () => {
+    const s = setup();
+    const runner = recordingRunner();
+    const given: string[][] = [];
+    const wrap = (command: readonly string[]): string[] => {
+      given.push([...command]);
+      return ['/opt/p/perl', '-e', 'WRAPPER', '--', ...command];
+    };
+    await run({ force: true, env: s.env, runner, parentDeath: wrap });
+    const usage = [s.agy, '-p', '/usage', '--output-format', 'json', '--print-timeout', '30s'];
+    expect(given).toEqual([usage]);
+    expect(runner.calls[0]).toMatchObject({ file: '/opt/p/perl', args: ['-e', 'WRAPPER', '--', ...usage], cwd: s.home });
+  });
+
   it('leaves plan_tier out when it is falsy and honours AGY_QUOTA_TIMEOUT_SECONDS', async () => {
     const s = setup({ AGY_QUOTA_TIMEOUT_SECONDS: '7' });
     const runner = recordingRunner({ stdout: JSON.stringify({ ...USAGE_PAYLOAD, plan_tier: '' }) });

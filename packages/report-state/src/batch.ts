@@ -1,7 +1,7 @@
 // `--batch DIR`: the state directories one batch recorded in its ledger, read through the
 // ledger's own home (@prun/unit-state/ledger). Loaded only with --batch: the reader loads zod.
 import { dirname, join, resolve } from 'node:path';
-import { BATCH_FILES, batchDirProblem, LedgerError, readLedger, recordedStateDirs, resolveBatchDir } from '@prun/unit-state/ledger';
+import { BATCH_FILES, batchDirProblem, notABatchDirectory, LedgerError, readLedger, recordedStateDirs, resolveBatchDir } from '@prun/unit-state/ledger';
 import { CliError, EXIT_USAGE } from '@prun/kit/cli';
 
 export interface BatchScope {
@@ -29,7 +29,7 @@ export function batchScope(dirArg: string, cwd: string): BatchScope {
   }
   const ledgerPath = join(dir, BATCH_FILES.ledger);
   const problem = batchDirProblem(dir);
-  if (problem !== null) throw new CliError(`--batch: not a batch directory (${problem}): ${dir}`, { exitCode: EXIT_USAGE });
+  if (problem !== null) throw new CliError(`--batch: ${notABatchDirectory(dir, problem)}`, { exitCode: EXIT_USAGE });
   let read;
   try {
     read = readLedger(ledgerPath);

@@ -5,7 +5,7 @@
 import * as nodeFs from 'node:fs';
 import * as nodePath from 'node:path';
 import { CliError, EXIT_USAGE } from '@prun/kit/cli';
-import { isDirectory, isRegularFile, readHead } from '@prun/kit/fs';
+import { errorWords, readHead } from '@prun/kit/fs';
 import { z } from 'zod';
 
 /** The files of a batch directory that other tools find it by. */
@@ -23,17 +23,36 @@ export function resolveBatchDir(operand: string, cwd: string): string {
 
 /**
  * Why `dir` is not a batch directory, or null when it is one: prun publishes a batch whole, a
- * directory holding a plan.json file and the ledger. Worded to follow "not a batch directory (".
- * With `ledger: false` a missing ledger is left to the caller's own ledger rules (prun's readers
- * and `--resume` tell a lost ledger beside results, exit 102, from a batch that has none yet).
+ * directory holding a plan.json file and the ledger. Worded to follow "not a batch directory (":
+ * `no such directory`, `not a directory`, `no plan.json`, `plan.json is not a regular file`, or
+ * why the kernel refused the look (`permission denied`, `too many levels of symbolic links`,
+ * `plan.json: permission denied` in a directory that cannot be searched). With `ledger: false` a
+ * missing ledger is left to the caller's own ledger rules (prun's readers and `--resume` tell a
+ * lost ledger beside results, exit 102, from a batch that has none yet).
  */
 export function batchDirProblem(dir: string, { ledger = true }: { ledger?: boolean } = {}): string | null {
-  if (!isDirectory(dir)) return nodeFs.existsSync(dir) ? 'not a directory' : 'no such directory';
+  const look = statOf(dir);
+  if (!(look instanceof nodeFs.Stats)) return look === 'ENOENT' ? 'no such directory' : errorWords(look);
+  if (!look.isDirectory()) return 'not a directory';
   for (const name of ledger ? [BATCH_FILES.plan, BATCH_FILES.ledger] : [BATCH_FILES.plan]) {
-    if (!nodeFs.existsSync(nodePath.join(dir, name))) return `no ${name}`;
+    const file = statOf(nodePath.join(dir, name));
+    if (file === 'ENOENT') return `no ${name}`;
+    if (!(file instanceof nodeFs.Stats)) return `${name}: ${errorWords(file)}`;
+    if (name === BATCH_FILES.plan && !file.isFile()) return `${name} is not a regular file`;
   }
-  if (!isRegularFile(nodePath.join(dir, BATCH_FILES.plan))) return `${BATCH_FILES.plan} is not a regular file`;
   return null;
+}
+
+/** The message every reader refuses a non-batch directory with (its name made printable by the error printer). */
+export const notABatchDirectory = (dir: string, problem: string): string => `not a batch directory (${problem}): ${dir}`;
+
+/** A path's stat (following links), `ENOENT` when nothing is there, or the error that refused the look. */
+function statOf(path: string): nodeFs.Stats | 'ENOENT' | unknown {
+  try {
+    return nodeFs.statSync(path);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'ENOENT' : error;
+  }
 }
 
 /**

@@ -40,11 +40,13 @@ export function usageError(message: string, hint?: string): CliError {
 
 /**
  * The `<bin>: ...` lines a CliError prints; `label` goes before the message (job-runner passes
- * `error: `, as its Python original prints `multi-agent: error: ...`).
+ * `error: `, as its Python original prints `multi-agent: error: ...`). A message names paths and
+ * ids from the user or the disk, so it goes through `printable`: a directory named with a newline
+ * or an escape sequence still makes one line, and cannot move the cursor.
  */
 export function formatCliError(bin: string, error: CliError, label = ''): string {
-  const hint = error.hint === undefined ? '' : `${bin}: hint: ${error.hint}\n`;
-  return `${bin}: ${label}${error.message}\n${hint}`;
+  const hint = error.hint === undefined ? '' : `${bin}: hint: ${printable(error.hint)}\n`;
+  return `${bin}: ${label}${printable(error.message)}\n${hint}`;
 }
 
 /** The `version` field of a package manifest (a URL such as `new URL('../package.json', import.meta.url)`). */

@@ -21,6 +21,7 @@ import {
   type Stats,
 } from 'node:fs';
 import { basename, delimiter, dirname, join, resolve as resolvePath } from 'node:path';
+import { strerror } from '../errno.js';
 
 // --- the atomic writer --------------------------------------------------------------------------
 
@@ -432,6 +433,18 @@ export function which(name: string, options: WhichOptions = {}): string | null {
 }
 
 // --- what a path is ---------------------------------------------------------------------------
+
+/**
+ * Why a call on a path failed, in the lower-case words a message puts in brackets: strerror(3)'s
+ * text for its error code (`EACCES`: `permission denied`, `ELOOP`: `too many levels of symbolic
+ * links`), else the code itself, else the error's message.
+ */
+export function errorWords(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (typeof code !== 'string') return error instanceof Error ? error.message : String(error);
+  const text = strerror(code);
+  return text === undefined ? code : text.charAt(0).toLowerCase() + text.slice(1);
+}
 
 /** Python `os.path.isdir`: a directory, a symbolic link to one counts; false on any error. */
 export function isDirectory(path: PathLike): boolean {

@@ -3,6 +3,7 @@
 // JSON.stringify and JSON.parse each differ from Python's in small ways that matter.
 import { readFileSync } from 'node:fs';
 import { constants as osConstants, userInfo } from 'node:os';
+import { strerror } from '../errno.js';
 
 // --- whitespace ---------------------------------------------------------------------------------
 
@@ -756,40 +757,10 @@ export function pyExceptionName(error: unknown): string {
 
 // --- OSError text --------------------------------------------------------------------------------
 
-// glibc's strerror texts, which Python's OSError prints (Node's messages word some differently).
-const STRERROR: Record<string, string> = {
-  EPERM: 'Operation not permitted',
-  ENOENT: 'No such file or directory',
-  EIO: 'Input/output error',
-  ENXIO: 'No such device or address',
-  EBADF: 'Bad file descriptor',
-  EAGAIN: 'Resource temporarily unavailable',
-  ENOMEM: 'Cannot allocate memory',
-  EACCES: 'Permission denied',
-  EBUSY: 'Device or resource busy',
-  EEXIST: 'File exists',
-  EXDEV: 'Invalid cross-device link',
-  ENOTDIR: 'Not a directory',
-  EISDIR: 'Is a directory',
-  EINVAL: 'Invalid argument',
-  ENFILE: 'Too many open files in system',
-  EMFILE: 'Too many open files',
-  ETXTBSY: 'Text file busy',
-  EFBIG: 'File too large',
-  ENOSPC: 'No space left on device',
-  EROFS: 'Read-only file system',
-  EMLINK: 'Too many links',
-  ENAMETOOLONG: 'File name too long',
-  ELOOP: 'Too many levels of symbolic links',
-  ENOTSUP: 'Operation not supported',
-  EOPNOTSUPP: 'Operation not supported',
-  EDQUOT: 'Disk quota exceeded',
-  ENOTEMPTY: 'Directory not empty',
-};
-
 /**
  * The text Python prints for an OSError: `[Errno 2] No such file or directory: '/p'` (and
- * `'/a' -> '/b'` for two-path calls such as link, each path as repr() writes it). Errors without
+ * `'/a' -> '/b'` for two-path calls such as link, each path as repr() writes it), in glibc's
+ * strerror words (kit's errno.ts; Node's messages word some differently). Errors without
  * an errno code give their message.
  */
 export function pyOsErrorText(error: unknown): string {
@@ -798,7 +769,7 @@ export function pyOsErrorText(error: unknown): string {
   }
   const { code = '', errno, path } = error as NodeJS.ErrnoException;
   const number = (osConstants.errno as Record<string, number>)[code] ?? Math.abs(errno ?? 0);
-  const text = STRERROR[code] ?? error.message.replace(/^[A-Z0-9_]+: /, '').replace(/, \w+ '.*$/, '');
+  const text = strerror(code) ?? error.message.replace(/^[A-Z0-9_]+: /, '').replace(/, \w+ '.*$/, '');
   let paths = '';
   if (typeof path === 'string') paths = `: ${pyRepr(path)}`;
   const dest = (error as { dest?: unknown }).dest;

@@ -15,6 +15,7 @@ import { stateDirFromLog } from '../units.js';
 import { unitDispatcherAlive } from '../supervise/alive.js';
 import type { LivePanel } from './live-panel.js';
 import { panelWanted } from './wanted.js';
+import { stderrLine } from '../stderr.js';
 import { TailRenderer } from './log.js';
 import { awaitBatchDir, batchEnd, readSummary, watchBatch, type BatchEnd } from './watch.js';
 
@@ -134,7 +135,7 @@ export async function runStatusWatch(dirArg: string, env: NodeJS.ProcessEnv): Pr
     panel?.close();
   }
   const status = batchStatus(paths.dir);
-  for (const warning of status.warnings) process.stderr.write(`prun: ${warning}\n`);
+  for (const warning of status.warnings) stderrLine(warning);
   process.stdout.write(renderStatus(status.units, status.endedUnwatched));
   // A driver killed with units unsettled is no end: say so as `prun wait` does, never exit 0.
   if (look.end.kind === 'abandoned') throw abandoned(paths);
@@ -203,7 +204,7 @@ export async function runLog(dirArg: string, id: string, options: LogOptions, ou
     return !options.follow || !mayGrow(paths, entry, liveLockHolder(paths.lock));
   };
   if (!options.follow && unitStateDir(paths, readLedger(paths.ledger).latest.get(id), id) === null) {
-    process.stderr.write(`prun: unit ${id} has no output yet (${readLedger(paths.ledger).latest.get(id)?.status ?? 'not started'})\n`);
+    stderrLine(`unit ${id} has no output yet (${readLedger(paths.ledger).latest.get(id)?.status ?? 'not started'})`);
     return EXIT.ok;
   }
   await watchBatch(paths, look, { files: () => (stateDir === null ? [paths.stdoutLog(id)] : [join(stateDir, STATE_FILES.tail), paths.stdoutLog(id)]), pollMs: 1000 });

@@ -140,9 +140,11 @@ export function watchBatch(paths: BatchPaths, look: () => boolean, options: { fi
   });
 }
 
-/** Wait up to `graceMs` for `paths.plan` to appear (a `prun batch ... &` started just before). */
-export async function awaitBatchDir(paths: BatchPaths, graceMs: number): Promise<boolean> {
+/**
+ * Wait up to `graceMs` for `paths.plan` to appear (a `prun batch ... &` started just before); the
+ * caller then judges the directory (refuseNonBatchDir), so this says nothing of what it found.
+ */
+export async function awaitBatchDir(paths: BatchPaths, graceMs: number): Promise<void> {
   const deadline = Date.now() + graceMs;
   await watchBatch(paths, () => existsSync(paths.plan) || Date.now() >= deadline, { pollMs: Math.min(POLL_MS, graceMs) });
-  return existsSync(paths.plan);
 }

@@ -25,6 +25,7 @@ import {
   isRegularFile,
   parseAtomicTempName,
   readHead,
+  readHeadShared,
   readHeadText,
   removeStaleTemps,
   sleepSync,
@@ -258,28 +259,68 @@ describe('readHead', () => {
     expect(readHead(join(dir, 'file', 'below'), { maxBytes: 10 })).toEqual({ ok: false, problem: 'ENOTDIR' });
   });
 
-  test('readHeadText answers as readHead does, text only, for files, bounds and refusals', () => {
+  /** Files, bounds and refusals that readHead answers, for its variants to answer alike. */
+  function headCases(): Array<[string, Parameters<typeof readHead>[1]]> {
     writeFileSync(join(dir, 'hello'), 'hello wörld');
     writeFileSync(join(dir, 'file'), 'x');
+    writeFileSync(join(dir, 'empty'), '');
     const fifo = join(dir, 'fifo');
     execFileSync('mkfifo', [fifo]);
-    const cases: Array<[string, Parameters<typeof readHead>[1]]> = [
+    return [
       [join(dir, 'hello'), { maxBytes: 5 }],
       [join(dir, 'hello'), { maxBytes: 12, overflow: 'refuse' }],
       [join(dir, 'hello'), { maxBytes: 11, overflow: 'refuse' }],
       [join(dir, 'hello'), { maxBytes: 3, offset: 6 }],
       [join(dir, 'hello'), { maxBytes: 10, offset: 50 }],
+      [join(dir, 'empty'), { maxBytes: 10 }],
       [fifo, { maxBytes: 10 }],
       [dir, { maxBytes: 10 }],
       [join(dir, 'none'), { maxBytes: 10 }],
       [join(dir, 'file', 'below'), { maxBytes: 10 }],
     ];
+  }
+
+  test('readHeadText answers as readHead does, text only, for files, bounds and refusals', () => {
+    const cases = headCases();
     for (const [path, options] of cases) {
       const head = readHead(path, options);
       const expected = head.ok ? { ok: true, text: head.text, truncated: head.truncated } : head;
       expect(readHeadText(path, options)).toEqual(expected);
     }
     expect(readHeadText(join(dir, 'hello'), { maxBytes: 12 })).toEqual({ ok: true, text: 'hello wörld', truncated: false });
+  });
+
+  test('readHeadShared answers as readHead does, its bytes in the shared buffer, for files, bounds and refusals', () => {
+    // A file whose stat says 0 bytes though it holds text: read to its end, not to that size.
+    const cases = [...headCases(), ['/proc/self/status', { maxBytes: 64 * 1024 }] as [string, Parameters<typeof readHead>[1]]];
+    for (const [path, options] of cases) {
+      const head = readHead(path, options);
+      const shared = readHeadShared(path, options);
+      if (!head.ok) expect(shared).toEqual(head);
+      else {
+        expect(shared.ok).toBe(true);
+        if (!shared.ok) continue;
+        // /proc/self/status differs between two reads in its counters: its length and start say enough.
+        if (path.startsWith('/proc/')) expect(shared.buffer.toString('utf8', 0, 5)).toBe(head.text.slice(0, 5));
+        else expect([shared.buffer.toString('utf8', 0, shared.length), shared.truncated]).toEqual([head.text, head.truncated]);
+      }
+    }
+    expect(readHeadShared('/proc/self/status', { maxBytes: 64 * 1024 })).toMatchObject({ ok: true });
+    const status = readHeadShared('/proc/self/status', { maxBytes: 64 * 1024 });
+    expect(status.ok && status.length).toBeGreaterThan(100);
+  });
+
+  test('a regular file is read to the size fstat gave, without a read that answers 0', () => {
+    const path = join(dir, 'entry');
+    writeFileSync(path, 'x'.repeat(100));
+    const script = `import { readHead } from ${JSON.stringify(new URL('../dist/fs/index.js', import.meta.url).href)}; process.stdout.write('MARK'); readHead(${JSON.stringify(path)}, { maxBytes: 1000 }); process.stdout.write('MARK');`;
+    const traced = spawnSync('strace', ['-f', '-e', 'trace=read,pread64,write', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' });
+    if (traced.error) return void console.warn('kit: strace not available, read count not checked');
+    // The calls between the two marks on stdout: the file's reads (its bytes, or an answer of 0).
+    const between = traced.stderr.split('write(1, "MARK"')[1] ?? '';
+    const reads = between.split('\n').filter((line) => /\b(read|pread64)\(\d+, "(x|")/.test(line));
+    expect(reads).toHaveLength(1);
+    expect(reads[0]).toMatch(/= 100$/);
   });
 
   test('an unreadable file gives its error code', async () => {

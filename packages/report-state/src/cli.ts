@@ -1,4 +1,5 @@
 import { CliError, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, commandMain, packageVersion } from '@prun/kit/cli';
+import { errorWords } from '@prun/kit/fs';
 import { renderHelp } from '@prun/kit/spec';
 import { systemTempDir } from '@prun/unit-state';
 import { parseArgs } from './options.js';
@@ -62,6 +63,19 @@ export const main = commandMain(BIN, async (argv: string[]): Promise<number | vo
     for (const record of selectShown(records, { minTailBytes: options.minTailBytes, sort: options.sort }, plan.inPathOrder)) writer.show(record);
   }
   const partial = writer.isPartial;
+  sayWhenStdoutFails();
   for (const piece of writer.end()) process[piece.stream].write(piece.data);
   process.exitCode = partial ? EXIT.partial : EXIT.ok;
 });
+
+/**
+ * A write to stdout that fails (a full disk, /dev/full, a descriptor closed for writing) ends the
+ * run with kit's exit 70 for a stream failure; this says why, in one line on stderr, once. A reader
+ * that goes away (EPIPE) is kit's broken-pipe policy and not reported. Worded as the other bins
+ * word a failed call (kit/fs's errorWords: `cannot write ... (no space left on device)`).
+ */
+function sayWhenStdoutFails(): void {
+  process.stdout.once('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') process.stderr.write(`${BIN}: cannot write the report to stdout (${errorWords(error)})\n`);
+  });
+}

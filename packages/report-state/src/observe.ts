@@ -1,5 +1,5 @@
-import { accessSync, closeSync, constants, fstatSync, openSync, readSync, readdirSync, statSync, type Dirent } from 'node:fs';
-import { readHead, readHeadText } from '@prun/kit/fs';
+import { accessSync, constants, readdirSync, statSync, type Dirent } from 'node:fs';
+import { readHead, readHeadShared, readHeadText } from '@prun/kit/fs';
 import { PY_WHITESPACE_CODE_POINTS, compareCodePoints, pyExceptionName } from '@prun/kit/py';
 import { resolve } from 'node:path';
 import { MAX_ENTRY_BYTES, STATE_FILES, isStateDirName } from '@prun/unit-state';
@@ -176,6 +176,7 @@ export function discoverUnits(
   // Names in one listing are unique: only a root given twice can repeat a unit.
   const seen = roots.length > 1 ? new Set<string>() : null;
   for (const root of roots) {
+    if (fs === nodeObservationFs && listRootAsText(root, only, seen, units, errors)) continue;
     let listed: Array<{ name: string | Buffer; directory: boolean | null }>;
     try {
       listed = fs.listDir ? fs.listDir(root) : fs.readdir(root).map((name) => ({ name, directory: null }));
@@ -209,23 +210,78 @@ export function discoverUnits(
         if (seen.has(unit.display)) continue;
         seen.add(unit.display);
       }
-      if (directory === true) {
-        units.push(unit);
-        continue;
-      }
-      let facts: FileFacts | undefined;
-      try {
-        facts = fs.stat(unit.fs);
-      } catch (error) {
-        errors.push({ stage: 'unit-entry', unit: unit.display, error: errorName(error) });
-        continue;
-      }
-      // Listed but gone when stated: a dangling symlink (or a unit removed meanwhile).
-      if (facts === undefined) errors.push({ stage: 'unit-entry', unit: unit.display, error: errorName(noEntry()) });
-      else if (facts.isDirectory()) units.push(unit);
+      if (directory === true) units.push(unit);
+      else admitByStat(unit, fs, units, errors);
     }
   }
   return { units, errors };
+}
+
+/** A listed unit the listing cannot vouch for (a symlink, or any entry of a root a stat could fail in): a stat says. */
+function admitByStat(unit: ObservedPath, fs: ObservationFs, units: ObservedPath[], errors: DiscoveryError[]): void {
+  let facts: FileFacts | undefined;
+  try {
+    facts = fs.stat(unit.fs);
+  } catch (error) {
+    errors.push({ stage: 'unit-entry', unit: unit.display, error: errorName(error) });
+    return;
+  }
+  // Listed but gone when stated: a dangling symlink (or a unit removed meanwhile).
+  if (facts === undefined) errors.push({ stage: 'unit-entry', unit: unit.display, error: errorName(noEntry()) });
+  else if (facts.isDirectory()) units.push(unit);
+}
+
+/**
+ * discoverUnits' own listing of one root through node:fs (the bin's, and any sweep given
+ * nodeObservationFs): the same typed readdir and the same decisions as the general path through
+ * listDir, without an object per listed entry or per candidate (10,000 of each, made and dropped
+ * in discovery's one pass, where V8 has not optimized the loop yet). Names are kept as text, sorted
+ * natively when no name holds a surrogate, and a unit's path is the root's prefix and its name.
+ * Returns false, having added nothing, when a state-dir name did not decode as UTF-8 (U+FFFD): the
+ * general path lists that root again as bytes. A root that cannot be listed is its error.
+ */
+function listRootAsText(root: string, only: ReadonlySet<string> | null, seen: Set<string> | null, units: ObservedPath[], errors: DiscoveryError[]): boolean {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(root, { withFileTypes: true });
+  } catch (error) {
+    errors.push({ stage: 'root', root, error: errorName(error) });
+    return true;
+  }
+  const trusted = isSearchable(root);
+  const names: string[] = [];
+  // The names only a stat can resolve (symlinks; every name when the root cannot be trusted).
+  let byStat: Set<string> | null = null;
+  let plain = true;
+  for (let i = 0; i < entries.length; i += 1) {
+    const entry = entries[i]!;
+    const name = entry.name;
+    if (!isStateDirName(name)) continue;
+    // A name that was not UTF-8 decodes with U+FFFD (as does a real U+FFFD): its bytes decide.
+    if (name.includes('\ufffd')) return false;
+    if (!trusted || entry.isSymbolicLink()) (byStat ??= new Set()).add(name);
+    // A file, FIFO or device by the listing: a stat would say "not a directory" too.
+    else if (!entry.isDirectory()) continue;
+    if (plain && hasSurrogate(name)) plain = false;
+    names.push(name);
+  }
+  // Without surrogates, UTF-16 order (the native sort's) is code point order. A name listed as
+  // UTF-8 text holds a surrogate only as half of a pair, which names the same file as a string.
+  if (plain) names.sort();
+  else names.sort(compareCodePoints);
+  const prefix = childPrefix({ display: root, fs: root });
+  for (let i = 0; i < names.length; i += 1) {
+    const display = prefix + names[i]!;
+    if (only !== null && !only.has(display)) continue;
+    if (seen !== null) {
+      if (seen.has(display)) continue;
+      seen.add(display);
+    }
+    const unit: ObservedPath = { display, fs: display };
+    if (byStat === null || !byStat.has(names[i]!)) units.push(unit);
+    else admitByStat(unit, nodeObservationFs, units, errors);
+  }
+  return true;
 }
 
 /** The path to stat for the target an entry named (an in-unit entry through the unit's own bytes). */
@@ -275,21 +331,18 @@ export function inspectUnit(
 // --- the sweep's own reading of a unit through node:fs --------------------------------------------
 //
 // A sweep over 10,000 units spends most of its JavaScript on the per-unit path, and on V8's work to
-// compile it: inspectUnit goes through the ObservationFs seam and kit's readHead, which answer
-// every case (any file system, any failure) with a result object a layer. The usual unit (a
-// string path, every call answering) is observed here in one flat function that makes the same
-// system calls (stat the entry, open it O_RDONLY | O_NONBLOCK | O_NOCTTY, fstat, read, close, stat
-// the target, stat the tail) and leaves every decision to the same classification functions;
-// anything else (a call that throws, an entry that is not a regular file or is over
+// compile it: inspectUnit goes through the ObservationFs seam, which answers every case (any file
+// system, any failure) with a result object a layer. The usual unit (a string path, every call
+// answering) is observed here in one flat function that makes the same system calls (the entry
+// read by kit's readHeadShared: stat, open O_RDONLY | O_NONBLOCK | O_NOCTTY, fstat, read, close;
+// then a stat of the target and of the tail) and leaves every decision to the same classification
+// functions; anything else (a call that fails, an entry that is not a regular file or is over
 // MAX_ENTRY_BYTES, a name kept as bytes, the legacy pid asked for) gives up, and that unit is
-// observed again by inspectUnit, which reports it. Only the entry's descriptor has a try block
-// (its close); one try around the whole call catches what gives up by throwing, where
-// inspectUnit wraps every call. seam.test.ts checks that both paths give the same records.
+// observed again by inspectUnit, which reports it. One try around the whole call catches what
+// gives up by throwing, where inspectUnit wraps every call. seam.test.ts checks that both paths
+// give the same records.
 
-const ENTRY_OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
 const ABSENT_ENTRY: EntryText = Object.freeze({ ok: false, problem: 'absent' });
-/** One buffer for every entry read: a byte over MAX_ENTRY_BYTES tells a longer entry. */
-let entryBuffer: Buffer | null = null;
 
 /** Python's whitespace below U+0080 by byte: a UTF-8 byte under 0x80 is that character alone. */
 const ASCII_SPACE = new Uint8Array(0x80);
@@ -303,33 +356,18 @@ function isAsciiSpace(byte: number): boolean {
 function quickRecord(unit: ObservedPath): UnitRecord | null {
   const dir = unit.fs;
   if (typeof dir !== 'string') return null;
-  const entryPath = `${dir}/${STATE_FILES.resultFile}`;
   let outcome: ResultOutcome;
-  const entryStats = statSync(entryPath, NO_THROW);
-  if (entryStats === undefined) {
+  // kit's bounded non-blocking read (stat, open O_RDONLY | O_NONBLOCK | O_NOCTTY, fstat, read to
+  // the size fstat gave, close) into its shared buffer, looked at here without a copy.
+  const read = readHeadShared(`${dir}/${STATE_FILES.resultFile}`, ENTRY_READ);
+  if (!read.ok) {
+    // Anything but an absent entry (a directory, a FIFO, a refused call, an entry over 64 KiB) is
+    // inspectUnit's to report.
+    if (read.problem !== 'absent') return null;
     outcome = resolveEntry(ABSENT_ENTRY, unit.display) as ResultOutcome;
   } else {
-    if (!entryStats.isFile()) return null;
-    const fd = openSync(entryPath, ENTRY_OPEN_FLAGS);
-    const buffer = (entryBuffer ??= Buffer.allocUnsafe(MAX_ENTRY_BYTES + 1));
-    let length = 0;
-    try {
-      const stats = fstatSync(fd);
-      if (!stats.isFile()) return null;
-      // A read that brings the entry to the size fstat gave has read it all: a regular file does
-      // not need the read that answers 0 to say so (a file that grew meanwhile gives more bytes
-      // than that size and is read on to its end; one that reports no size, as procfs does, is
-      // read until a read answers 0).
-      const size = stats.size;
-      let n: number;
-      while (length < buffer.length && (n = readSync(fd, buffer, length, buffer.length - length, length)) > 0) {
-        length += n;
-        if (length === size) break;
-      }
-    } finally {
-      closeSync(fd);
-    }
-    if (length > MAX_ENTRY_BYTES) return null;
+    const buffer = read.buffer;
+    let length = read.length;
     // The ASCII whitespace around the path (its newline) is left out before decoding, so the
     // target is one plain string rather than a slice that keeps the whole entry's text alive
     // until the output is written; resolveEntry strips whatever else Python would.
@@ -340,7 +378,10 @@ function quickRecord(unit: ObservedPath): UnitRecord | null {
     // Bytes that are not UTF-8 name their path as bytes: inspectUnit's (entryPathText).
     if (text.includes('\ufffd') && !isUtf8(buffer.subarray(start, length))) return null;
     const step = resolveEntry({ ok: true, text }, unit.display);
-    outcome = 'pathState' in step ? step : classifyTarget(step.target, factOf(statSync(targetPath(unit, step), NO_THROW)));
+    // The target is text decoded from valid UTF-8, which holds no lone surrogate, and an in-unit
+    // target is the unit's own path and the entry: the string names the file as it is (what
+    // targetPath gives for it, without its test).
+    outcome = 'pathState' in step ? step : classifyTarget(step.target, factOf(statSync(step.target, NO_THROW)));
   }
   const tail = tailBytesOf(factOf(statSync(`${dir}/${STATE_FILES.tail}`, NO_THROW)));
   return buildRecord({ unit: unit.display, outcome, tail });

@@ -38,7 +38,7 @@ establish that deleting, overwriting, or promoting any unit is safe.`,
     { code: 0, meaning: 'every root was listed and every unit observed without an error' },
     { code: 1, meaning: 'some root or unit could not be fully observed; everything readable is still reported' },
     { code: 2, meaning: 'usage error (unknown option, operand, bad `--sort`, non-integer `--min-tail-bytes`, a `--batch` that is not a batch directory or whose ledger cannot be read)' },
-    { code: 70, meaning: 'internal error' },
+    { code: 70, meaning: 'internal error, or the report could not be written to stdout (one line on stderr says why)' },
   ],
 };
 

@@ -1,6 +1,6 @@
 // Ports of the upstream tests/test_prun_report.py inventory (the original's own test suite), run against the built bin.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LEGAL_RESULT_PAIRS, SAFETY_SENTENCE } from '../src/index.js';
@@ -726,5 +726,42 @@ describe('a listing with a name that is not UTF-8', () => {
       ['prun-task-\ufffd-real', 1],
     ]);
     expect(runBin(['--root', root, '--json']).stdout).toContain('/prun-task-\\udcffb"');
+  });
+});
+
+describe('a report that cannot be written', () => {
+  // /dev/full answers every write with ENOSPC: the run is exit 70 (kit's stream failure) with one
+  // line on stderr saying why, in both output modes; a reader that goes away is not a failure.
+  const full = existsSync('/dev/full') ? '/dev/full' : null;
+  for (const json of [true, false]) {
+    it.skipIf(full === null)(`${json ? '--json' : 'the table'} to a full device is exit 70 with one line naming the failure`, () => {
+      const root = tempDir();
+      makeUnit(root, 'u', { resultEntry: join(root, 'out', 'r.md'), resultBody: 'body' });
+      const fd = openSync(full!, 'w');
+      try {
+        const run = spawnSync(process.execPath, [BIN, '--root', root, ...(json ? ['--json'] : [])], {
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+          stdio: ['ignore', fd, 'pipe'],
+          encoding: 'utf8',
+          timeout: 20_000,
+        });
+        expect(run.status).toBe(70);
+        expect(run.stderr).toBe('prun-report-state: cannot write the report to stdout (no space left on device)\n');
+      } finally {
+        closeSync(fd);
+      }
+    });
+  }
+
+  it('a reader that stops early (a closed pipe) is not reported', () => {
+    const root = tempDir();
+    for (let i = 0; i < 400; i += 1) makeUnit(root, `u${i}`, { tail: 'x' });
+    const run = spawnSync('sh', ['-c', `"$0" "$1" --root "$2" --json | head -c 1 >/dev/null`, process.execPath, BIN, root], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(run.status).toBe(0);
+    expect(run.stderr).toBe('');
   });
 });

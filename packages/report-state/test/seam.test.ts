@@ -214,7 +214,7 @@ describe("the sweep's own node:fs reading (the fast path) and inspectUnit throug
     readEntry: (unit, name) => nodeObservationFs.readEntry(unit, name),
   };
 
-  function corpus(): string {
+  function corpus(withUndecodableName = true): string {
     const root = tempDir();
     const out = join(root, 'out');
     mkdirSync(out);
@@ -252,11 +252,25 @@ describe("the sweep's own node:fs reading (the fast path) and inspectUnit throug
     // A regular file whose stat says 0 bytes though it holds text (procfs): read to its end all the
     // same, not stopped at the size fstat gave.
     symlinkSync('/proc/version', join(makeUnit(root, 'sizeless-entry'), STATE_FILES.resultFile));
+    // A name that is not UTF-8 sends the whole root through the seam's general listing (as bytes);
+    // without it, discovery lists the root itself (listRootAsText), and must list it alike.
+    if (!withUndecodableName) return root;
     const odd = Buffer.concat([Buffer.from(`${root}/prun-task-odd-`), Buffer.from([0xff])]);
     mkdirSync(odd);
     writeFileSync(Buffer.concat([odd, Buffer.from('/result-file')]), `${out}/present.md`);
     return root;
   }
+
+  it('lists a root whose names are all UTF-8 as the seam does: symlinked, dangling and non-directory entries, a root given twice', () => {
+    const root = corpus(false);
+    writeFileSync(join(root, 'prun-task-a-file'), 'not a unit');
+    symlinkSync(join(root, 'prun-task-a-file'), join(root, 'prun-task-link-to-file'));
+    const quick = sweep([root, root], { includeLegacyPid: false }, nodeObservationFs);
+    expect(quick).toEqual(sweep([root, root], { includeLegacyPid: false }, forwarding));
+    expect(quick.records.some((r) => r.unit === join(root, 'prun-task-via-link'))).toBe(true);
+    const listed = new Set(quick.records.map((r) => r.unit));
+    expect(listed.has(join(root, 'prun-task-a-file')) || listed.has(join(root, 'prun-task-link-to-file'))).toBe(false);
+  });
 
   it.each([false, true])('gives the same records, errors and discovery errors (legacy pid %s)', (includeLegacyPid) => {
     const root = corpus();
@@ -296,6 +310,17 @@ describe('path order known from the sweep', () => {
     const one = sweep([early], { includeLegacyPid: false }, nodeObservationFs);
     expect(one.inPathOrder).toBe(true);
     expect(one.records.map((r) => r.unit.slice(early.length + 1))).toEqual(['prun-task-y', 'prun-task-z\ufffd', 'prun-task-z\u{1f600}']);
+    // Without a U+FFFD (which sends a root through the seam's listing as bytes), discovery's own
+    // listing sorts names holding a surrogate pair by code point too: U+FFEE before U+1F600.
+    const astral = join(parent, 'c');
+    makeUnit(astral, 'z\u{1f600}');
+    makeUnit(astral, 'z\uffee');
+    makeUnit(astral, 'y');
+    expect(sweep([astral], { includeLegacyPid: false }, nodeObservationFs).records.map((r) => r.unit.slice(astral.length + 1))).toEqual([
+      'prun-task-y',
+      'prun-task-z\uffee',
+      'prun-task-z\u{1f600}',
+    ]);
     const two = sweep([late, early], { includeLegacyPid: false }, nodeObservationFs);
     expect(two.inPathOrder).toBe(false);
     const shown = buildReport({ ...two, display: { minTailBytes: 0, sort: 'path' }, withSummary: false, includeLegacyPid: false }).shown;

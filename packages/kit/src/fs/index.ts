@@ -18,6 +18,7 @@ import {
   statSync,
   writeSync,
   type PathLike,
+  type Stats,
 } from 'node:fs';
 import { basename, delimiter, dirname, join, resolve as resolvePath } from 'node:path';
 import { strerror } from '../errno.js';
@@ -290,7 +291,7 @@ export function openRegularFile(path: PathLike): RegularFileOpen {
  * file is refused, so a FIFO or a device costs no wait and no side effect.
  */
 export function readHead(path: PathLike, options: ReadHeadOptions): HeadRead {
-  const read = readIntoShared(path, options);
+  const read = readHeadShared(path, options);
   if (!read.ok) return read;
   const bytes = Buffer.from(read.buffer.subarray(0, read.length));
   return { ok: true, bytes, text: bytes.toString('utf8'), truncated: read.truncated };
@@ -304,44 +305,81 @@ export type HeadTextRead = { ok: true; text: string; truncated: boolean } | { ok
  * small files spends a few microseconds a file on that copy and its garbage).
  */
 export function readHeadText(path: PathLike, options: ReadHeadOptions): HeadTextRead {
-  const read = readIntoShared(path, options);
+  const read = readHeadShared(path, options);
   if (!read.ok) return read;
   return { ok: true, text: read.buffer.toString('utf8', 0, read.length), truncated: read.truncated };
 }
 
-/** readHead's work: the bytes read sit in the shared buffer (valid until the next read). */
-function readIntoShared(
-  path: PathLike,
-  options: ReadHeadOptions,
-): { ok: true; buffer: Buffer; length: number; truncated: boolean } | { ok: false; problem: HeadProblem } {
-  const { maxBytes } = options;
-  const offset = options.offset ?? 0;
-  const refuse = options.overflow === 'refuse';
-  const file = openRegularFile(path);
-  if (!file.ok) return file;
-  const { fd } = file;
+export type HeadSharedRead = { ok: true; buffer: Buffer; length: number; truncated: boolean } | { ok: false; problem: HeadProblem };
+
+/**
+ * readHead's work for a caller that looks at the bytes itself (report-state's sweep: 10,000 small
+ * entries, each trimmed and decoded from the buffer): the same checks and system calls, and the
+ * first `length` bytes of `buffer` are the file's. The buffer is kit's own, shared by every read
+ * here, so it (and the answer object, reused) is valid only until the next readHead, readHeadText
+ * or readHeadShared call: copy what must be kept.
+ */
+export function readHeadShared(path: PathLike, options: ReadHeadOptions): HeadSharedRead {
+  // openRegularFile's checks, written out: a sweep calls this 10,000 times, and a result object per
+  // layer (and per call: the answer below is reused) is most of what it would cost over the calls.
+  let stats: Stats | undefined;
   try {
+    // A missing file is common (a sweep over thousands of units): answered without an Error.
+    stats = statSync(path, NO_THROW);
+  } catch (error) {
+    return { ok: false, problem: problemOf(error) };
+  }
+  if (stats === undefined) return ABSENT;
+  if (!stats.isFile()) return NOT_REGULAR;
+  let fd: number;
+  try {
+    fd = openSync(path, READ_FLAGS);
+  } catch (error) {
+    return { ok: false, problem: problemOf(error) };
+  }
+  try {
+    const opened = fstatSync(fd);
+    if (!opened.isFile()) return NOT_REGULAR;
+    const { maxBytes } = options;
+    const offset = options.offset ?? 0;
+    const size = opened.size - offset;
     // One byte more than allowed tells a file of exactly maxBytes from a longer one.
     const want = maxBytes + 1;
     // Sized to the file, not to the bound, and grown while the file turns out longer: a bound of
     // 256 MiB must not allocate 256 MiB (V8 answers that much external memory with a full GC).
-    let buffer = sharedBuffer(Math.min(want, Math.max(0, file.size - offset) + READ_SLACK_BYTES));
+    let buffer = sharedBuffer(Math.min(want, Math.max(0, size) + READ_SLACK_BYTES));
     let length = 0;
     while (length < want) {
       if (length === buffer.length) buffer = growShared(Math.min(want, 2 * buffer.length), length);
       const n = readSync(fd, buffer, length, Math.min(want, buffer.length) - length, offset + length);
       if (n === 0) break;
       length += n;
+      // A read that brings the range to the size fstat gave has read it all: a regular file needs
+      // no read answering 0 to say so (one system call a file fewer). A file that grew meanwhile
+      // gives more than that size and is read on to its end; one that reports no size, as procfs
+      // files do, is read until a read answers 0.
+      if (length === size) break;
     }
     const truncated = length > maxBytes;
-    if (truncated && refuse) return { ok: false, problem: 'EntryTooLarge' };
-    return { ok: true, buffer, length: Math.min(length, maxBytes), truncated };
+    if (truncated && options.overflow === 'refuse') return TOO_LARGE;
+    SHARED_READ.buffer = buffer;
+    SHARED_READ.length = truncated ? maxBytes : length;
+    SHARED_READ.truncated = truncated;
+    return SHARED_READ;
   } catch (error) {
     return { ok: false, problem: problemOf(error) };
   } finally {
     closeSync(fd);
   }
 }
+
+const NO_THROW = { throwIfNoEntry: false } as const;
+const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
+const ABSENT: HeadSharedRead = Object.freeze({ ok: false, problem: 'absent' });
+const NOT_REGULAR: HeadSharedRead = Object.freeze({ ok: false, problem: 'NotARegularFile' });
+const TOO_LARGE: HeadSharedRead = Object.freeze({ ok: false, problem: 'EntryTooLarge' });
+/** readHeadShared's answer, reused: like the buffer it names, valid until the next read here. */
+const SHARED_READ: { ok: true; buffer: Buffer; length: number; truncated: boolean } = { ok: true, buffer: shared, length: 0, truncated: false };
 
 // --- which --------------------------------------------------------------------------------------
 

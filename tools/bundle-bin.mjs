@@ -124,7 +124,9 @@ function owningPackage(file) {
  * its tsc file, which stays in dist/ beside the bundle. A module of the bundling package is named
  * relative to the bundle (both in its dist/); one of another workspace package through that
  * package's name (`require.resolve('@prun/x/package.json')`, wherever npm or pnpm put it), which
- * only a CommonJS bundle can do and only for one of the bundling package's dependencies.
+ * only a CommonJS bundle can do and only for one of the bundling package's dependencies. The
+ * bundle's own `require` resolves it, as `createRequire(__filename)` would, without loading
+ * node:module (on Node 20 its public face brings in the ES module loader at every start).
  */
 function ownImportMetaUrl({ packageDir, dist, cjs }) {
   const own = owningPackage(join(dist, 'x.js'));
@@ -143,7 +145,7 @@ function ownImportMetaUrl({ packageDir, dist, cjs }) {
         const inPackage = relative(dir, id).split(sep).join('/');
         url =
           `require("node:url").pathToFileURL(require("node:path").join(require("node:path").dirname(` +
-          `require("node:module").createRequire(__filename).resolve(${JSON.stringify(`${manifest.name}/package.json`)})), ${JSON.stringify(inPackage)})).href`;
+          `require.resolve(${JSON.stringify(`${manifest.name}/package.json`)})), ${JSON.stringify(inPackage)})).href`;
       }
       return { code: code.replaceAll('import.meta.url', `(${url})`) };
     },

@@ -14,9 +14,15 @@ const STARTS_PER_SAMPLE = 10;
 export const title = `report-state over ${UNITS.toLocaleString('en')} units beside a bare walk doing the same stats and reads`;
 
 // Recorded in issue #15 on its 2-core machine: the original took 0.267 s over 10,000 units,
-// where a bare Node walk took 19 µs a unit after Node's 0.045 s start: 0.235 s. So the
-// original ran at about 1.14 times the bare walk; that ratio stands in for it here.
-const RECORDED_ORIGINAL_VS_WALK = 0.267 / (0.045 + 10_000 * 19e-6);
+// and a bare Node walk 19 µs a unit after Node's start. The issue gives that start as 0.045 s
+// with NODE_EXTRA_CA_CERTS set and 0.017 s with it unset, and asks for both sides to be
+// measured the same way. Every row here runs with it unset, the walk included, and the
+// original (Python) never reads it, so on these terms the walk took 0.017 + 0.19 = 0.207 s and
+// the original ran at about 1.29 times it; that ratio stands in for the original here. (An
+// earlier version divided by the walk with the 0.045 s start, ×1.14: a stricter bar than the
+// original's own time on these terms. The note prints the verdict by both.)
+const RECORDED_ORIGINAL_VS_WALK = 0.267 / (0.017 + 10_000 * 19e-6);
+const RECORDED_ORIGINAL_VS_WALK_CA_SET = 0.267 / (0.045 + 10_000 * 19e-6);
 
 // The same corpus shape an interrupted fan-out leaves: most units resolved, some results
 // missing or empty, some without a result-file entry.
@@ -136,10 +142,10 @@ export async function run(ctx) {
   const originalRow = rows.find((row) => row.label.startsWith('original'));
   const vsOriginal = originalRow
     ? `×${(prun.ms / originalRow.ms).toFixed(2)} the original (measured)`
-    : `×${(prun.ms / walk.ms / RECORDED_ORIGINAL_VS_WALK).toFixed(2)} the original (recorded: the original ran at ×${RECORDED_ORIGINAL_VS_WALK.toFixed(2)} the bare walk)`;
+    : `×${(prun.ms / walk.ms / RECORDED_ORIGINAL_VS_WALK).toFixed(2)} the original (recorded: the original ran at ×${RECORDED_ORIGINAL_VS_WALK.toFixed(2)} the bare walk with NODE_EXTRA_CA_CERTS unset; ×${(prun.ms / walk.ms / RECORDED_ORIGINAL_VS_WALK_CA_SET).toFixed(2)} by the stricter ×${RECORDED_ORIGINAL_VS_WALK_CA_SET.toFixed(2)}, the walk's start as the issue measured it with the variable set)`;
   const cpuVsOriginal = originalRow
     ? `×${(prun.cpuMs / originalRow.cpuMs).toFixed(2)} the original (measured)`
-    : `×${(prun.cpuMs / walk.cpuMs / RECORDED_ORIGINAL_VS_WALK).toFixed(2)} the original (estimated from the ratio recorded in issue #15: the original ran at ×${RECORDED_ORIGINAL_VS_WALK.toFixed(2)} the bare walk)`;
+    : `×${(prun.cpuMs / walk.cpuMs / RECORDED_ORIGINAL_VS_WALK).toFixed(2)} the original (estimated from the ratio recorded in issue #15: the original ran at ×${RECORDED_ORIGINAL_VS_WALK.toFixed(2)} the bare walk; ×${(prun.cpuMs / walk.cpuMs / RECORDED_ORIGINAL_VS_WALK_CA_SET).toFixed(2)} by the stricter ×${RECORDED_ORIGINAL_VS_WALK_CA_SET.toFixed(2)})`;
   ctx.table(rows, {
     readme: 'report-state',
     title: `${UNITS.toLocaleString('en')} units`,

@@ -3,7 +3,7 @@
  * launch, live capture and publication. Everything that decides lives in decide.ts; this file does the I/O.
  */
 import type { ChildProcess } from 'node:child_process';
-import { appendFileSync, closeSync, mkdirSync, openSync, realpathSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { accessSync, appendFileSync, closeSync, constants as fsConstants, mkdirSync, openSync, realpathSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { CliError, packageVersion, signalExitCode } from '@prun/kit/cli';
 import { removeStaleTemps } from '@prun/kit/fs';
 import { constants as osConstants } from 'node:os';
@@ -539,6 +539,17 @@ async function routeAndPreflight(run: Dispatch, config: DispatchConfig): Promise
   return final;
 }
 
+/** What a bare spawn of `file` fails with when the kernel would refuse to exec it (`spawn <file> EACCES`), else null. */
+function execRefusal(file: string): string | null {
+  try {
+    accessSync(file, fsConstants.X_OK);
+    return null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return typeof code === 'string' ? `spawn ${file} ${code}` : errorText(error);
+  }
+}
+
 /**
  * README "How it works", step 5: `--version`, `models`, resolution; the final model or a Stop.
  *
@@ -561,6 +572,11 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
     // command must not outlive a killed dispatcher either. A wrapper's failed exec is still an
     // OS error launching (step 3), not a command that failed.
     const helper = helperLaunch(run.plan, [config.exe, ...args], process.pid, true);
+    // An executable that cannot be exec'd (§4.1 accepts a file without execute permission) is an
+    // OS error launching, worded as a bare spawn words it: under setpriv the failed exec would be
+    // setpriv's exit 126, a command that failed (preflight-tail, "preflight failed").
+    const refused = execRefusal(config.exe);
+    if (refused !== null) return { child: () => null, done: Promise.resolve({ stdout: '', stderr: '', code: null, signal: null, timedOut: false, launchError: refused }) };
     let mine: ChildProcess | null = null;
     const done = runCaptured(helper.argv[0]!, helper.argv.slice(1), {
       env,

@@ -279,13 +279,14 @@ describe('SIGKILL of the dispatcher while a helper runs', () => {
   // The spec's "OS error launching" (exit 70, `could not launch Antigravity preflight: <error>`,
   // no preflight-tail) holds for a wrapped preflight as for a bare one: the wrapper reports its
   // failed exec on fd 3 instead of exiting as a command that failed.
-  test.skipIf(noPrctl !== null)(`a preflight command that cannot be executed fails under the perl wrapper as it does bare${noPrctl ? ` (skipped: ${noPrctl})` : ''}`, async () => {
+  test.skipIf(noPrctl !== null)(`a preflight command that cannot be executed fails under setpriv and the perl wrapper as it does bare${noPrctl ? ` (skipped: ${noPrctl})` : ''}`, async () => {
     const outcomes = await Promise.all(
-      [shapedPath({}), shapedPath({ perl: false })].map(async (shape) => {
+      // The suite's own PATH (setpriv arms the signal), perl without setpriv, neither.
+      [null, shapedPath({}), shapedPath({ perl: false })].map(async (shape) => {
         const root = pool.root();
         const agy = join(root.dir, 'agy');
         writeFileSync(agy, '#!/bin/sh\n', { mode: 0o644 });
-        const run = await root.run({ env: { PATH: shape(root), ANTIGRAVITY_BIN: agy, ANTIGRAVITY_PREFLIGHT: 'force' } });
+        const run = await root.run({ env: { ...(shape === null ? {} : { PATH: shape(root) }), ANTIGRAVITY_BIN: agy, ANTIGRAVITY_PREFLIGHT: 'force' } });
         const stateDir = join(root.dir, root.stateDirs()[0]!);
         return {
           code: run.code,
@@ -297,6 +298,8 @@ describe('SIGKILL of the dispatcher while a helper runs', () => {
     );
     const failed = { code: 70, stderr: 'dispatch-task-agy: could not launch Antigravity preflight: spawn <agy> EACCES\n', tail: false };
     expect(outcomes).toEqual([
+      // Under setpriv the failed exec was setpriv's exit 126: "preflight failed", with a tail.
+      { ...failed, parentDeath: expect.stringMatching(/^parent-death: setpriv --pdeathsig (KILL|TERM)$/) },
       { ...failed, parentDeath: 'parent-death: prctl PR_SET_PDEATHSIG TERM' },
       { ...failed, parentDeath: 'parent-death: none' },
     ]);

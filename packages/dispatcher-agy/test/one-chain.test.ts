@@ -5,22 +5,15 @@
  * starts (the dispatch ends first) is gone when the dispatch is, even in a host that lives on.
  * The bin starts its chain while its command chunk is still being evaluated (early.ts).
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { runUnit } from '../src/index.js';
-import { planLaunch, resolveLaunchTools } from '../src/isolation.js';
-import { BIN, PACKAGE_DIR, processRunning, readState, rootPool, runNode, waitFor, type Root } from './harness.js';
+import { countingPath, skip, title } from './chain-count.js';
+import { BIN, PACKAGE_DIR, processRunning, readState, rootPool, runNode, waitFor } from './harness.js';
 
 const pool = rootPool();
 afterAll(() => pool.cleanup());
-
-const PATH = process.env.PATH ?? '/usr/bin:/bin';
-const realUnshare = resolveLaunchTools({ PATH }).unshare;
-const plan = planLaunch('auto', process.platform, process.getuid?.() === 0);
-const skip =
-  plan.isolation.kind !== 'pid' ? `skipped: ${plan.isolation.reason}` : !isAbsolute(realUnshare) ? 'skipped: unshare is not on PATH' : null;
-const title = (text: string): string => (skip === null ? text : `${text} (${skip})`);
 
 /** Processes of a launch chain started for `dispatcher` up to its launcher (whose argv names that pid after `--`). */
 function chainOf(dispatcher: number): number[] {
@@ -36,22 +29,6 @@ function chainOf(dispatcher: number): number[] {
     }
   }
   return found;
-}
-
-/** A PATH whose `unshare` records its pid (which stays the chain leader's: it execs) and runs the real one. */
-function countingPath(root: Root): { path: string; starts: () => number[] } {
-  const bin = join(root.dir, 'counting-bin');
-  const log = join(root.dir, 'unshare-starts');
-  mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, 'unshare'), `#!/bin/sh\necho $$ >> '${log}'\nexec '${realUnshare}' "$@"\n`, { mode: 0o755 });
-  const starts = (): number[] =>
-    existsSync(log)
-      ? readFileSync(log, 'utf8')
-          .split('\n')
-          .filter((line) => line !== '')
-          .map(Number)
-      : [];
-  return { path: `${bin}:${PATH}`, starts };
 }
 
 describe.concurrent('the isolated chain', () => {

@@ -51,6 +51,21 @@ function markedProcesses(marker: string): number[] {
   return found;
 }
 
+/**
+ * The processes carrying `marker` still there once a wait for none (`what`) times out, none when
+ * they all went; the ones left are remembered in `leftovers` for the suite's clean-up.
+ */
+async function markedLeft(marker: string, what: string): Promise<number[]> {
+  try {
+    await waitFor(() => markedProcesses(marker).length === 0, 5_000, what);
+    return [];
+  } catch {
+    const left = markedProcesses(marker);
+    for (const pid of left) leftovers.add(pid);
+    return left;
+  }
+}
+
 const commOf = (pid: number): string => {
   try {
     return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
@@ -103,13 +118,7 @@ async function trial(isolate: string, delayMs: number, early: boolean, path?: Pa
   const before = early ? [] : markedProcesses(marker).map(commOf);
   process.kill(dispatcherPid, 'SIGKILL');
   const result = await running;
-  let left: number[] = [];
-  try {
-    await waitFor(() => markedProcesses(marker).length === 0, 5_000, 'no process of the unit left');
-  } catch {
-    left = markedProcesses(marker);
-    for (const pid of left) leftovers.add(pid);
-  }
+  const left = await markedLeft(marker, 'no process of the unit left');
   const stateDirs = root.stateDirs();
   let detail = `${early ? 'early ' : ''}${delayMs.toFixed(0)} ms, state dirs ${stateDirs.length}, signal ${result.signal}`;
   let record: string | null = null;
@@ -249,13 +258,7 @@ async function helperTrial(kind: string, env: Record<string, string | undefined>
   }, 15_000, `the ${kind} helper running`);
   process.kill(dispatcherPid, 'SIGKILL');
   await running;
-  let left: number[] = [];
-  try {
-    await waitFor(() => markedProcesses(marker).length === 0, 5_000, 'no helper left');
-  } catch {
-    left = markedProcesses(marker);
-    for (const pid of left) leftovers.add(pid);
-  }
+  const left = await markedLeft(marker, 'no helper left');
   return { helper, left: named(left) };
 }
 

@@ -5,38 +5,14 @@
  * starting five execs after it was asked to run. A unit with another environment never takes
  * the spare (it is killed), and closing the reserve kills the spare: nothing is left behind.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ChainReserve, runUnit } from '../src/index.js';
-import { planLaunch, resolveLaunchTools } from '../src/isolation.js';
-import { processRunning, readState, rootPool, waitFor, type Root } from './harness.js';
+import { countingPath, skip, title } from './chain-count.js';
+import { processRunning, readState, rootPool, waitFor } from './harness.js';
 
 const pool = rootPool();
 afterAll(() => pool.cleanup());
-
-const PATH = process.env.PATH ?? '/usr/bin:/bin';
-const realUnshare = resolveLaunchTools({ PATH }).unshare;
-const plan = planLaunch('auto', process.platform, process.getuid?.() === 0);
-const skip =
-  plan.isolation.kind !== 'pid' ? `skipped: ${plan.isolation.reason}` : !isAbsolute(realUnshare) ? 'skipped: unshare is not on PATH' : null;
-const title = (text: string): string => (skip === null ? text : `${text} (${skip})`);
-
-/** A PATH whose `unshare` records its pid (the chain leader's: every link execs the next) and runs the real one. */
-function countingPath(root: Root): { path: string; starts: () => number[] } {
-  const bin = join(root.dir, 'counting-bin');
-  const log = join(root.dir, 'unshare-starts');
-  mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, 'unshare'), `#!/bin/sh\necho $$ >> '${log}'\nexec '${realUnshare}' "$@"\n`, { mode: 0o755 });
-  const starts = (): number[] =>
-    existsSync(log)
-      ? readFileSync(log, 'utf8')
-          .split('\n')
-          .filter((line) => line !== '')
-          .map(Number)
-      : [];
-  return { path: `${bin}:${PATH}`, starts };
-}
 
 describe('a ChainReserve shared by units run one after another', () => {
   test.skipIf(skip !== null)(title('parks the next chain while a unit runs; the next unit alike runs in it, one unlike kills it, close kills it'), async () => {

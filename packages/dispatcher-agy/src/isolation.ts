@@ -40,6 +40,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute } from 'node:path';
 import { underParentDeath, which } from '@prun/kit/fs';
+import { spawnErrorText } from './process.js';
 
 export type IsolationSetting = 'auto' | 'off' | 'pid';
 
@@ -188,7 +189,7 @@ function spawnFailure(file: string, report: string): string | null {
   if (!/^\d+$/.test(report)) return null;
   const errno = Number(report);
   const name = Object.entries(osConstants.errno).find(([, value]) => value === errno)?.[0];
-  return `spawn ${file} ${name ?? `errno ${errno}`}`;
+  return spawnErrorText(file, name ?? `errno ${errno}`);
 }
 
 /** Prints perl's architecture name (`x86_64-linux-gnu-thread-multi`); Config loads only here. */

@@ -107,6 +107,11 @@ export function timerAfter(ms: number, fn: () => void): NodeJS.Timeout | null {
   return ms > MAX_TIMER_MS ? null : setTimeout(fn, Math.max(0, ms));
 }
 
+/** Node's message for a spawn of `file` that failed with the error code `code` (`spawn /bin/agy EACCES`). */
+export function spawnErrorText(file: string, code: string): string {
+  return `spawn ${file} ${code}`;
+}
+
 export function errorText(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.replace(/\s+/g, ' ').trim();

@@ -51,7 +51,7 @@ import {
   type WorkerEnd,
 } from './decide.js';
 import { cachedLaunchPlan, helperArgv, helperLaunch, isolationRecord, parksAtInit, type ChainProbe, type LaunchPlan, type ProbeResult } from './isolation.js';
-import { errorText, runCaptured, signalGroup, signalNumber, timerAfter, type CapturedRun } from './process.js';
+import { errorText, runCaptured, signalGroup, signalNumber, spawnErrorText, timerAfter, type CapturedRun } from './process.js';
 import { MESSAGE_PREFIX, PUBLISH_TAG, parsePreflightSettings } from './settings.js';
 import { UsageError, universalNewlines, validate, type DispatchConfig } from './validate.js';
 import { echoLastLines, publishCaptureFallback, readEventStreamFile } from './capture-read.js';
@@ -546,7 +546,7 @@ function execRefusal(file: string): string | null {
     return null;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    return typeof code === 'string' ? `spawn ${file} ${code}` : errorText(error);
+    return typeof code === 'string' ? spawnErrorText(file, code) : errorText(error);
   }
 }
 
@@ -565,6 +565,13 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
   if (settings.timeoutSeconds === null) return routed;
   const timeoutSeconds = settings.timeoutSeconds;
 
+  const cannotLaunch = (why: string): CliError => stop(`could not launch Antigravity preflight: ${why}`, 70);
+  // An executable that cannot be exec'd (§4.1 accepts a file without execute permission) is an
+  // OS error launching, worded as a bare spawn words it, before either command starts: under
+  // setpriv the failed exec would be setpriv's exit 126, a command that failed (preflight-tail,
+  // "preflight failed").
+  const refused = execRefusal(config.exe);
+  if (refused !== null) throw cannotLaunch(refused);
   const parts: string[] = [];
   const writeTail = (): void => run.writeState(STATE_FILES.preflightTail, parts.join('\n'));
   const launch = (args: string[]): { child: () => ChildProcess | null; done: Promise<CapturedRun> } => {
@@ -572,11 +579,6 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
     // command must not outlive a killed dispatcher either. A wrapper's failed exec is still an
     // OS error launching (step 3), not a command that failed.
     const helper = helperLaunch(run.plan, [config.exe, ...args], process.pid, true);
-    // An executable that cannot be exec'd (§4.1 accepts a file without execute permission) is an
-    // OS error launching, worded as a bare spawn words it: under setpriv the failed exec would be
-    // setpriv's exit 126, a command that failed (preflight-tail, "preflight failed").
-    const refused = execRefusal(config.exe);
-    if (refused !== null) return { child: () => null, done: Promise.resolve({ stdout: '', stderr: '', code: null, signal: null, timedOut: false, launchError: refused }) };
     let mine: ChildProcess | null = null;
     const done = runCaptured(helper.argv[0]!, helper.argv.slice(1), {
       env,
@@ -600,7 +602,7 @@ async function preflight(run: Dispatch, config: DispatchConfig, routed: string):
       writeTail();
       throw stop(`preflight timed out after ${timeoutSeconds}s`, 124);
     }
-    if (result.launchError !== null) throw stop(`could not launch Antigravity preflight: ${result.launchError}`, 70);
+    if (result.launchError !== null) throw cannotLaunch(result.launchError);
     // The original captures preflight output in text mode: CRLF and lone CR arrive as LF.
     parts.push(universalNewlines(result.stdout), universalNewlines(result.stderr));
     if (result.code !== 0) {

@@ -1,7 +1,6 @@
 // Every bin's --help, completion scripts and exit-code tables come from its declaration
 // (packages/<pkg>/src/spec.ts): this fails when any of them disagrees with it.
-import { execFile, spawnSync } from 'node:child_process';
-import { promisify } from 'node:util';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -20,7 +19,6 @@ const gen = (await import(pathToFileURL(join(repoRoot, 'tools/gen-docs.mjs')).hr
   generatedFiles: () => Promise<{ files: Map<string, string>; problems: string[] }>;
 };
 const packages = await gen.declaredPackages();
-const execFileAsync = promisify(execFile);
 
 /** Every command path of a declaration, the bin itself first. */
 function paths(command: CommandSpec, prefix: string[] = []): string[][] {

@@ -34,8 +34,6 @@ function scratch(units: unknown[], extra: NodeJS.ProcessEnv = {}): { box: Sandbo
 /** Worker starts per unit, counted before a worker reads its prompt (a worker killed at once counts). */
 const callsPerUnit = (logDir: string): Record<string, number> => workerStarts(logDir);
 
-const ledgerLines = (dir: string): number => (existsSync(join(dir, 'ledger.jsonl')) ? readFileSync(join(dir, 'ledger.jsonl'), 'utf8').split('\n').filter(Boolean).length : 0);
-
 describe('prun batch recovery (scratch cwd, relative paths)', () => {
   it('kill -9 mid-batch, then --resume with a relative DIR finishes every unit with each worker started once; status works from anywhere', async () => {
     const ids = ['a', 'b', 'c', 'd', 'e', 'f'];

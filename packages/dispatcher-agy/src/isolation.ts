@@ -5,23 +5,37 @@
  * runs the tools once to learn what this machine allows.
  *
  * The launch chain, outermost first:
- *   setpriv --pdeathsig KILL   the kernel kills the chain when the dispatcher dies (any way)
+ *   setpriv --pdeathsig KILL   the kernel kills the chain when the dispatcher dies (any way);
+ *                              absent where the launcher arms the signal itself (below)
  *   perl LAUNCHER              checks the dispatcher is still its parent, reports on fd 3;
  *                              without isolation it takes the directory lock itself; where
- *                              setpriv cannot arm the parent-death signal (none on PATH, or
- *                              util-linux before 2.33) it arms it itself (prctl), first
+ *                              setpriv is not used for it (the usual isolated chain) or cannot
+ *                              arm it (none on PATH, util-linux before 2.33), it arms the
+ *                              parent-death signal itself (prctl), first, and reads it back
+ *                              (PR_GET_PDEATHSIG): not armed, it refuses and starts nothing
  *   unshare ... --kill-child   (isolation) a new PID namespace with its own /proc; its child
  *                              dies with it
- *   setpriv --no-new-privs ... (isolation) drops every capability once /proc is mounted: with
+ *   setpriv --no-new-privs ... (isolation, only where the init cannot drop the capabilities
+ *                              itself) drops every capability once /proc is mounted: with
  *                              CAP_SYS_ADMIN (root, or any uid inside a user namespace) the
  *                              worker could unmount its /proc and see the host's again
- *   perl INIT                  (isolation) PID 1 of the namespace: says `ready`, waits for the
- *                              worker's directory and command on stdin, takes the directory
- *                              lock the whole worker tree then holds, starts agy as PID 2 in
- *                              that directory, reports its exact exit status on fd 3; when it
+ *   perl INIT                  (isolation) PID 1 of the namespace: drops the capabilities
+ *                              itself where it has prctl's number (bounding and ambient sets,
+ *                              no_new_privs), checks /proc/self/status that no exec of it can
+ *                              hold one (else refuses), says `ready`, waits for the worker's
+ *                              directory and command on stdin, takes the directory lock the
+ *                              whole worker tree then holds, starts agy as PID 2 in that
+ *                              directory, reports its exact exit status on fd 3; when it
  *                              exits the kernel kills every process left in the namespace,
  *                              setsid'd ones included
  *   agy ...
+ * The usual isolated chain is perl LAUNCHER, unshare, perl INIT, agy: three execs before agy,
+ * not five. prctl's number comes from the ELF header of the perl the chain execs (read, not
+ * run: `perlPrctlFromElf`), so even the first chain, which is the isolation probe, has it. A
+ * perl that is no ELF file of a known machine (a shim script, an unknown architecture) keeps
+ * setpriv's chain exactly; so does a plan whose first chain refused (the kernel did not read the
+ * signal back, or a capability could survive): the refusals are the launcher's and the init's
+ * `refused <why>` status lines, and the plan then probes setpriv's chain as before.
  * An isolated chain is started before the state directory exists (parked at the init's `ready`):
  * for a process's first unit its `ready` is the isolation probe, so a standalone dispatch starts
  * one chain, not a probe chain and then the worker's (README, "Isolation and no orphans").
@@ -418,6 +432,13 @@ exit 0;
  * <why>` (a capability could survive the worker's exec: exit 126), `ready` (then it waits for
  * `initHeader` on stdin), `busy`, `lock-error <why>`, `locked`, `started`, `exec-failed <why>`,
  * then `exit N` or `signal N`.
+ *
+ * Dropping them itself, the init keeps its own permitted set (root's, as root without a user
+ * namespace; none for a user's uid): only its exec would empty it, and capset's number differs by
+ * architecture. It runs nothing but this script after the drop, and every exec from it, agy's
+ * first, starts with none. The kernel also refuses a process holding fewer capabilities access
+ * to its /proc entries (the ptrace rule), so agy cannot read the init's environ or open its fds
+ * (under setpriv's drop, with nothing held on either side, it can).
  */
 export const INIT_SCRIPT = `
 # No pragma or module (see the launcher): F_GETFD 1, F_SETFD 2 and FD_CLOEXEC 1 on every Linux;

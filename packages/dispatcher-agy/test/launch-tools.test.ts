@@ -293,6 +293,15 @@ describe.skipIf(prctl === 0)(`the helper wrapper${prctl === 0 ? ' (skipped: not 
     expect([started.status, started.stdout, started.output[3]]).toEqual([0, 'closed\n', '']);
   });
 
+  // The record must not say a helper is bound when the kernel did not arm it: a wrong number
+  // (or a filter that refuses prctl) leaves the signal unset, and the wrapper then runs nothing.
+  test('whose parent-death signal does not read back as armed runs nothing', () => {
+    const started = join(pool.root().dir, 'started');
+    const run = spawnSync(tools.perl, ['-e', HELPER_SCRIPT, '--', String(process.pid), '100000', '0', '/bin/sh', '-c', `echo started > "${started}"`], { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+    expect([run.status, run.stderr]).toEqual([121, 'parent-death signal not armed (reads back as 0)\n']);
+    expect(existsSync(started)).toBe(false);
+  });
+
   // Armed too late (its dispatcher died first) the signal never comes: the wrapper must see that
   // its parent is not the dispatcher and run nothing. A pid that is not its parent stands in.
   test('whose parent is not the dispatcher runs nothing', () => {

@@ -5,23 +5,37 @@
  * runs the tools once to learn what this machine allows.
  *
  * The launch chain, outermost first:
- *   setpriv --pdeathsig KILL   the kernel kills the chain when the dispatcher dies (any way)
+ *   setpriv --pdeathsig KILL   the kernel kills the chain when the dispatcher dies (any way);
+ *                              absent where the launcher arms the signal itself (below)
  *   perl LAUNCHER              checks the dispatcher is still its parent, reports on fd 3;
  *                              without isolation it takes the directory lock itself; where
- *                              setpriv cannot arm the parent-death signal (none on PATH, or
- *                              util-linux before 2.33) it arms it itself (prctl), first
+ *                              setpriv is not used for it (the usual isolated chain) or cannot
+ *                              arm it (none on PATH, util-linux before 2.33), it arms the
+ *                              parent-death signal itself (prctl), first, and reads it back
+ *                              (PR_GET_PDEATHSIG): not armed, it refuses and starts nothing
  *   unshare ... --kill-child   (isolation) a new PID namespace with its own /proc; its child
  *                              dies with it
- *   setpriv --no-new-privs ... (isolation) drops every capability once /proc is mounted: with
+ *   setpriv --no-new-privs ... (isolation, only where the init cannot drop the capabilities
+ *                              itself) drops every capability once /proc is mounted: with
  *                              CAP_SYS_ADMIN (root, or any uid inside a user namespace) the
  *                              worker could unmount its /proc and see the host's again
- *   perl INIT                  (isolation) PID 1 of the namespace: says `ready`, waits for the
- *                              worker's directory and command on stdin, takes the directory
- *                              lock the whole worker tree then holds, starts agy as PID 2 in
- *                              that directory, reports its exact exit status on fd 3; when it
+ *   perl INIT                  (isolation) PID 1 of the namespace: drops the capabilities
+ *                              itself where it has prctl's number (bounding and ambient sets,
+ *                              no_new_privs), checks /proc/self/status that no exec of it can
+ *                              hold one (else refuses), says `ready`, waits for the worker's
+ *                              directory and command on stdin, takes the directory lock the
+ *                              whole worker tree then holds, starts agy as PID 2 in that
+ *                              directory, reports its exact exit status on fd 3; when it
  *                              exits the kernel kills every process left in the namespace,
  *                              setsid'd ones included
  *   agy ...
+ * The usual isolated chain is perl LAUNCHER, unshare, perl INIT, agy: three execs before agy,
+ * not five. prctl's number comes from the ELF header of the perl the chain execs (read, not
+ * run: `perlPrctlFromElf`), so even the first chain, which is the isolation probe, has it. A
+ * perl that is no ELF file of a known machine (a shim script, an unknown architecture) keeps
+ * setpriv's chain exactly; so does a plan whose first chain refused (the kernel did not read the
+ * signal back, or a capability could survive): the refusals are the launcher's and the init's
+ * `refused <why>` status lines, and the plan then probes setpriv's chain as before.
  * An isolated chain is started before the state directory exists (parked at the init's `ready`):
  * for a process's first unit its `ready` is the isolation probe, so a standalone dispatch starts
  * one chain, not a probe chain and then the worker's (README, "Isolation and no orphans").
@@ -39,14 +53,18 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute } from 'node:path';
-import { underParentDeath, which } from '@prun/kit/fs';
+import { readHead, underParentDeath, which } from '@prun/kit/fs';
 import { spawnErrorText } from './process.js';
 
 export type IsolationSetting = 'auto' | 'off' | 'pid';
 
 /** What the machine gives, decided once per dispatch before STATE-DIR. */
 export interface LaunchPlan {
-  isolation: { kind: 'pid'; unshare: string[] } | { kind: 'none'; reason: string };
+  /**
+   * `initDrops`: the namespace's init drops the capabilities itself, and checks they are gone,
+   * before it says `ready` (no `setpriv --no-new-privs ...` link); absent, setpriv drops them.
+   */
+  isolation: { kind: 'pid'; unshare: string[]; initDrops?: boolean } | { kind: 'none'; reason: string };
   /**
    * `setpriv --pdeathsig` works here: the kernel stops the chain (and the preflight's and the
    * quota refresh's helpers) when the dispatcher dies. Without it the launcher, and the perl
@@ -61,7 +79,8 @@ export interface LaunchPlan {
   /**
    * prctl's system call number for this perl (0 or absent: not known), with which the keeper
    * makes itself a child subreaper and, without `parentDeath`, the launcher arms its own
-   * parent-death signal; learned once per plan, from perl's own Config.
+   * parent-death signal; learned once per plan, from the ELF header of the perl the chain execs
+   * (`perlPrctlFromElf`), or else from perl's own Config.
    */
   prctlSyscall?: number;
 }
@@ -125,13 +144,18 @@ export function diesWithParent(command: readonly string[], signal: 'KILL' | 'TER
  * Starts one of the dispatcher's helpers (the preflight's `--version` and `models`, a quota
  * `/usage` refresh) where setpriv cannot arm the parent-death signal. argv: dispatcher pid,
  * prctl's system call number, the fd to report a failed exec on (0: none), then the command.
- * No module is loaded (see the launcher): PR_SET_PDEATHSIG is 1, SIGKILL 9, F_SETFD 2,
- * FD_CLOEXEC 1 and ENOENT 2 on every Linux architecture. The signal survives the exec, so the
- * helper itself (the same pid) is killed with the dispatcher, as under setpriv.
+ * No module is loaded (see the launcher): PR_SET_PDEATHSIG is 1, PR_GET_PDEATHSIG 2, SIGKILL 9,
+ * F_SETFD 2, FD_CLOEXEC 1 and ENOENT 2 on every Linux architecture. The signal survives the
+ * exec, so the helper itself (the same pid) is killed with the dispatcher, as under setpriv; one
+ * that the kernel does not read back as armed starts nothing (exit 121, the reason on stderr).
  */
 export const HELPER_SCRIPT = `
 my ($dispatcher, $prctl, $fd) = splice(@ARGV, 0, 3);
 syscall($prctl, 1, 9, 0, 0, 0);
+# Read back (PR_GET_PDEATHSIG, 2): a wrong number or a filter that refused the call leaves 0.
+my $got = pack('i', 0);
+syscall($prctl, 2, $got, 0, 0, 0);
+if (unpack('i', $got) != 9) { print STDERR "parent-death signal not armed (reads back as ", unpack('i', $got), ")\\n"; exit 121; }
 # A dispatcher that died before the call is no longer our parent: then nothing may start.
 exit 121 if getppid() != $dispatcher;
 # The report pipe closes with a successful exec (close-on-exec): only a failure writes to it.
@@ -195,7 +219,12 @@ function spawnFailure(file: string, report: string): string | null {
 /** Prints perl's architecture name (`x86_64-linux-gnu-thread-multi`); Config loads only here. */
 const PERL_ARCHNAME = 'require Config; print $Config::Config{archname}';
 
-/** prctl's system call number by the architecture perl was built for (its archname's first part). */
+/**
+ * prctl's system call number by architecture (perl's archname's first part; `ELF_ARCH` names the
+ * same architectures by the ELF header's machine and class). From the kernel's tables: x86_64's
+ * syscall_64.tbl, the generic scripts/syscall.tbl (aarch64, riscv64, loongarch64), i386's
+ * syscall_32.tbl, arm's, s390's and powerpc's (big- and little-endian alike).
+ */
 const PRCTL_SYSCALL: Readonly<Record<string, number>> = {
   x86_64: 157,
   aarch64: 167,
@@ -206,6 +235,7 @@ const PRCTL_SYSCALL: Readonly<Record<string, number>> = {
   arm: 172,
   s390x: 172,
   powerpc64: 171,
+  powerpc64le: 171,
   ppc64: 171,
 };
 
@@ -213,6 +243,51 @@ const PRCTL_SYSCALL: Readonly<Record<string, number>> = {
 export function prctlSyscallFor(archname: string): number {
   const arch = /^([^-\s]+)/.exec(archname.trim())?.[1];
   return arch !== undefined && Object.hasOwn(PRCTL_SYSCALL, arch) ? PRCTL_SYSCALL[arch]! : 0;
+}
+
+/**
+ * The architecture of an ELF executable by its e_machine and class (`machine/bits`): only the
+ * native ABIs, whose syscall numbers are PRCTL_SYSCALL's (x32, aarch64's ILP32, riscv32 and
+ * 31-bit s390 are not here: their numbers differ or are not in the table).
+ */
+const ELF_ARCH: Readonly<Record<string, string>> = {
+  '62/64': 'x86_64', // EM_X86_64
+  '183/64': 'aarch64', // EM_AARCH64
+  '243/64': 'riscv64', // EM_RISCV
+  '258/64': 'loongarch64', // EM_LOONGARCH
+  '3/32': 'i386', // EM_386
+  '40/32': 'arm', // EM_ARM
+  '22/64': 's390x', // EM_S390
+  '21/64': 'ppc64', // EM_PPC64
+};
+
+/** How many bytes of an ELF header `prctlSyscallForElf` reads (e_ident, e_type, e_machine). */
+export const ELF_HEADER_BYTES = 20;
+
+/**
+ * prctl's number for the program whose file starts with `header`: an ELF executable of a
+ * machine in ELF_ARCH (e_ident's class at byte 4, its byte order at 5, e_machine at 18-19),
+ * else 0 (a script, such as a perl shim, or anything else: then the chain keeps setpriv).
+ */
+export function prctlSyscallForElf(header: Uint8Array): number {
+  if (header.length < ELF_HEADER_BYTES || header[0] !== 0x7f || header[1] !== 0x45 || header[2] !== 0x4c || header[3] !== 0x46) return 0;
+  const bits = header[4] === 1 ? 32 : header[4] === 2 ? 64 : 0;
+  const machine = header[5] === 1 ? header[18]! | (header[19]! << 8) : header[5] === 2 ? (header[18]! << 8) | header[19]! : -1;
+  const arch = ELF_ARCH[`${machine}/${bits}`];
+  return arch === undefined ? 0 : PRCTL_SYSCALL[arch]!;
+}
+
+/**
+ * prctl's number for the perl the chain execs, from its ELF header: no process is started, so
+ * the first chain (the isolation probe) can already arm its own parent-death signal and drop
+ * its capabilities in the init. 0 for a perl found by name only (the exec searches PATH), one
+ * that cannot be read, or one `prctlSyscallForElf` does not know.
+ */
+export function perlPrctlFromElf(tools: LaunchTools): number {
+  if (!isAbsolute(tools.perl)) return 0;
+  // kit's bounded reader: a FIFO or device named perl is refused at once, never waited on.
+  const head = readHead(tools.perl, { maxBytes: ELF_HEADER_BYTES });
+  return head.ok ? prctlSyscallForElf(head.bytes) : 0;
 }
 
 /** An unshare spelling or DROP_CAPABILITIES as exec'd: its program (the first word) located. */
@@ -237,7 +312,8 @@ print $status "locked\\n";
  * The launcher. argv: dispatcher pid, directory to lock (empty with a wrapper), prctl's system
  * call number (0: not known), the parent-death signal's number to arm with it (0: none, or
  * setpriv armed it), N, N words of wrapper (unshare ... perl -e INIT), then the worker command
- * (none with a wrapper: the init reads it). Status lines on fd 3: `busy`, `lock-error <why>`,
+ * (none with a wrapper: the init reads it). Status lines on fd 3: `refused <why>` (the
+ * parent-death signal it armed does not read back: exit 125), `busy`, `lock-error <why>`,
  * `locked`, `exec-failed <why>`.
  *
  * With a wrapper it execs it (the namespace does the rest, the lock included). Without one it stays as the
@@ -251,7 +327,7 @@ export const LAUNCHER_SCRIPT = `
 # No pragma or module is loaded (each is a file perl reads and compiles at every start, about a
 # millisecond of CPU or more; even naming %! loads Errno): these numbers are the same on every
 # Linux architecture (F_GETFD 1, F_SETFD 2, FD_CLOEXEC 1; LOCK_EX 2, LOCK_NB 4; EINTR 4;
-# PR_SET_PDEATHSIG 1, PR_SET_CHILD_SUBREAPER 36), and opendir opens the directory as O_DIRECTORY
+# PR_SET_PDEATHSIG 1, PR_GET_PDEATHSIG 2, PR_SET_CHILD_SUBREAPER 36), and opendir opens the directory as O_DIRECTORY
 # does (anything else is refused at once, a FIFO is never waited on).
 my ($dispatcher, $lockdir, $prctl, $pdeath, $n) = splice(@ARGV, 0, 5);
 # Without a setpriv that arms it, the parent-death signal is armed here, first: PR_SET_PDEATHSIG
@@ -261,6 +337,14 @@ syscall($prctl, 1, $pdeath + 0, 0, 0, 0) if $pdeath > 0 && $prctl > 0;
 open(my $status, '>&=', 3) or exit 120;
 { my $old = select($status); $| = 1; select($old); }
 sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, 1, 0); fcntl($fh, 2, $on ? ($f | 1) : ($f & ~1)); }
+if ($pdeath > 0 && $prctl > 0) {
+  # Read back (PR_GET_PDEATHSIG, into an int): the record says the chain is bound only if the
+  # kernel says so; a wrong number or a filter that refused the call leaves 0, and nothing starts.
+  my $got = pack('i', 0);
+  syscall($prctl, 2, $got, 0, 0, 0);
+  my $armed = unpack('i', $got);
+  if ($armed != $pdeath) { print $status "refused parent-death signal reads back as $armed, not $pdeath\\n"; exit 125; }
+}
 my @wrap = splice(@ARGV, 0, $n);
 # The parent-death signal is armed by now; a dispatcher that died earlier (before setpriv or
 # the prctl above armed it) is no longer our parent, and then nothing may start.
@@ -343,15 +427,51 @@ exit 0;
 
 /**
  * PID 1 of the worker's namespace. It ignores signals it has no handler for (the kernel's rule
- * for an init), so agy runs as its child, where signals act as usual. Status lines on fd 3:
- * `ready` (then it waits for `initHeader` on stdin), `busy`, `lock-error <why>`, `locked`,
- * `started`, `exec-failed <why>`, then `exit N` or `signal N`.
+ * for an init), so agy runs as its child, where signals act as usual. argv: prctl's number when
+ * it drops the capabilities itself (0: setpriv dropped them). Status lines on fd 3: `refused
+ * <why>` (a capability could survive the worker's exec: exit 126), `ready` (then it waits for
+ * `initHeader` on stdin), `busy`, `lock-error <why>`, `locked`, `started`, `exec-failed <why>`,
+ * then `exit N` or `signal N`.
+ *
+ * Dropping them itself, the init keeps its own permitted set (root's, as root without a user
+ * namespace; none for a user's uid): only its exec would empty it, and capset's number differs by
+ * architecture. It runs nothing but this script after the drop, and every exec from it, agy's
+ * first, starts with none. The kernel also refuses a process holding fewer capabilities access
+ * to its /proc entries (the ptrace rule), so agy cannot read the init's environ or open its fds
+ * (under setpriv's drop, with nothing held on either side, it can).
  */
 export const INIT_SCRIPT = `
 # No pragma or module (see the launcher): F_GETFD 1, F_SETFD 2 and FD_CLOEXEC 1 on every Linux;
-# LOCK_EX 2, LOCK_NB 4.
+# LOCK_EX 2, LOCK_NB 4; PR_CAPBSET_DROP 24, PR_SET_NO_NEW_PRIVS 38, PR_CAP_AMBIENT 47 with
+# PR_CAP_AMBIENT_CLEAR_ALL 4.
+my $prctl = (shift(@ARGV) || 0) + 0;
 open(my $status, '>&=', 3) or exit 120;
 { my $old = select($status); $| = 1; select($old); }
+# unshare has mounted our /proc: from here on no capability may reach the worker, or with
+# CAP_SYS_ADMIN it could unmount that /proc and see the host's processes. Every capability leaves
+# the bounding set (EINVAL past the last one the kernel knows; EPERM without CAP_SETPCAP, as for
+# a user's uid in its own user namespace, which holds none: see below), the ambient set is
+# cleared, and no_new_privs keeps setuid programs and file capabilities from giving any back.
+# The inheritable set is not written (capset's number differs by architecture): a user
+# namespace starts with it empty, and anything else is refused below.
+if ($prctl > 0) {
+  for my $cap (0 .. 63) { syscall($prctl, 24, $cap, 0, 0, 0); }
+  syscall($prctl, 47, 4, 0, 0, 0);
+  syscall($prctl, 38, 1, 0, 0, 0);
+}
+# What the kernel says now (after setpriv's drop too): an exec gives a process what its ambient
+# set holds, what its inheritable set shares with the file's, and what its bounding set allows
+# of the file's capabilities (all of them for uid 0). So the ambient and inheritable sets must
+# be empty, and the bounding set too, unless no uid is 0 and the init holds nothing (CapPrm 0):
+# then no_new_privs cuts whatever a file grants to that nothing (setpriv leaves a user so too).
+my %cap;
+if (open(my $fh, '<', '/proc/self/status')) { while (my $line = <$fh>) { $cap{$1} = $2 if $line =~ /^(\\w+):\\s*(.*?)\\s*$/; } close($fh); }
+my $empty = sub { my $v = $cap{$_[0]}; defined $v && $v =~ /^0+$/ };
+my $root = grep { $_ eq '0' } split(/\\s+/, defined $cap{Uid} ? $cap{Uid} : '0');
+my @kept = grep { !$empty->($_) } ('CapInh', 'CapAmb');
+push @kept, 'CapBnd' unless $empty->('CapBnd') || (!$root && $empty->('CapPrm'));
+push @kept, 'NoNewPrivs' unless defined $cap{NoNewPrivs} && $cap{NoNewPrivs} eq '1';
+if (@kept) { print $status "refused capabilities kept: ", join(', ', map { "$_ " . (defined $cap{$_} ? $cap{$_} : 'unknown') } @kept), "\\n"; exit 126; }
 sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, 1, 0); fcntl($fh, 2, $on ? ($f | 1) : ($f & ~1)); }
 $SIG{HUP} = 'DEFAULT';
 $SIG{PIPE} = 'IGNORE';
@@ -471,6 +591,16 @@ export function asyncProbe(env: NodeJS.ProcessEnv): AsyncProbeRun {
 }
 
 /**
+ * The isolated chain of `plan` as a probe command of its own (`planLaunch`, or a caller with no
+ * ChainProbe): its status lines go to /dev/null and its stdin is empty, so its init says
+ * `ready` and ends with status 0 at the end of input; a refusal, or a chain that could not be
+ * made, ends it with another. sh execs the chain: the launcher's parent is the prober.
+ */
+function standaloneChain(plan: LaunchPlan): string[] {
+  return ['/bin/sh', '-c', 'exec 3>/dev/null </dev/null && exec "$@"', 'sh', ...isolatedChainArgv(plan, process.pid)];
+}
+
+/**
  * One probe: the command to run; `chain`, when set, is the plan whose isolated chain that
  * command stands for (a ChainProbe may answer it by starting that chain itself).
  */
@@ -490,12 +620,21 @@ function* planSteps(
   platform: NodeJS.Platform,
   isRoot: boolean,
   tools: LaunchTools,
+  elfPrctl: number,
 ): Generator<ProbeStep, LaunchPlan, ProbeResult> {
   const perl = [tools.perl, '-e', 'exit 0'];
   const drop = located(DROP_CAPABILITIES, tools.setpriv);
   const candidates = unshareCandidates(isRoot);
   if (platform === 'linux' && setting !== 'off') {
     const first = candidates[0]!;
+    if (elfPrctl > 0) {
+      // No setpriv: the launcher arms its own parent-death signal and reads it back, the init
+      // drops the capabilities and reads /proc/self/status; either refuses (the chain ends
+      // before `ready`) when the kernel did not do what was asked, and then setpriv's chain
+      // below is tried as before.
+      const armed: LaunchPlan = { isolation: { kind: 'pid', unshare: first, initDrops: true }, parentDeath: false, launcher: true, tools, prctlSyscall: elfPrctl };
+      if ((yield { argv: standaloneChain(armed), chain: armed }).ok) return armed;
+    }
     const isolated: LaunchPlan = { isolation: { kind: 'pid', unshare: first }, parentDeath: true, launcher: true, tools };
     if ((yield { argv: diesWithParent([...located(first, tools.unshare), '--', ...drop, ...perl], 'KILL', tools), chain: isolated }).ok) {
       return isolated;
@@ -504,7 +643,8 @@ function* planSteps(
   // Whether perl runs at all, and (for a keeper) prctl's number for this perl's architecture.
   const perlProbe = platform === 'linux' ? yield { argv: [tools.perl, '-e', PERL_ARCHNAME] } : null;
   const launcher = perlProbe?.ok === true;
-  const prctlSyscall = launcher ? prctlSyscallFor(perlProbe.stdout) : 0;
+  // Config's answer, or the ELF header's where Config's architecture is not in the table.
+  const prctlSyscall = launcher ? prctlSyscallFor(perlProbe.stdout) || elfPrctl : 0;
   const parentDeath = launcher && (yield { argv: diesWithParent(perl, 'TERM', tools) }).ok;
   const base = { parentDeath, launcher, tools, prctlSyscall };
   if (setting === 'off') return { isolation: { kind: 'none', reason: 'PRUN_ISOLATE=off' }, ...base };
@@ -527,8 +667,9 @@ export function planLaunch(
   isRoot: boolean,
   run: ProbeRun = runProbe,
   tools: LaunchTools = BARE_TOOLS,
+  elfPrctl: number = perlPrctlFromElf(tools),
 ): LaunchPlan {
-  const steps = planSteps(setting, platform, isRoot, tools);
+  const steps = planSteps(setting, platform, isRoot, tools, elfPrctl);
   let step = steps.next();
   while (!step.done) step = steps.next(run(step.value.argv));
   return step.value;
@@ -545,8 +686,9 @@ export async function planLaunchAsync(
   run: AsyncProbeRun,
   tools: LaunchTools = BARE_TOOLS,
   chainProbe?: ChainProbe,
+  elfPrctl: number = perlPrctlFromElf(tools),
 ): Promise<LaunchPlan> {
-  const steps = planSteps(setting, platform, isRoot, tools);
+  const steps = planSteps(setting, platform, isRoot, tools, elfPrctl);
   let step = steps.next();
   while (!step.done) {
     const { argv, chain } = step.value;
@@ -632,7 +774,10 @@ function boundToDispatcher(plan: LaunchPlan, launcher: string[], tools: LaunchTo
 export function isolatedChainArgv(plan: LaunchPlan, dispatcherPid: number): string[] {
   if (!parksAtInit(plan) || plan.isolation.kind !== 'pid') throw new Error('isolatedChainArgv: the plan has no isolated chain');
   const tools = plan.tools ?? BARE_TOOLS;
-  const wrap = [...located(plan.isolation.unshare, tools.unshare), '--', ...located(DROP_CAPABILITIES, tools.setpriv), tools.perl, '-e', INIT_SCRIPT, '--'];
+  // The init's argument: prctl's number when it drops the capabilities itself (0: setpriv did).
+  const drops = plan.isolation.initDrops === true;
+  const dropLink = drops ? [] : located(DROP_CAPABILITIES, tools.setpriv);
+  const wrap = [...located(plan.isolation.unshare, tools.unshare), '--', ...dropLink, tools.perl, '-e', INIT_SCRIPT, '--', String(drops ? (plan.prctlSyscall ?? 0) : 0)];
   // In a namespace SIGKILL to unshare ends everything (--kill-child, then the init's death).
   return boundToDispatcher(plan, [...launcherArgv(plan, tools, dispatcherPid, ''), String(wrap.length), ...wrap], tools);
 }

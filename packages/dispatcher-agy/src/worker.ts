@@ -209,9 +209,11 @@ export class WorkerProcess {
           continue;
         }
         if (word === 'locked') continue;
+        // The launcher or the init would not start anything (isolation.ts): the probe's no, with why.
+        if (word === 'refused') this.resolveReady({ ok: false, why: detail, stdout: '' });
         if (word === 'busy') settle({ kind: 'busy' });
         else if (word === 'lock-error') settle({ kind: 'launch-failed', why: `could not lock the working directory: ${detail}` });
-        else if (word === 'exec-failed') settle({ kind: 'launch-failed', why: detail });
+        else if (word === 'exec-failed' || word === 'refused') settle({ kind: 'launch-failed', why: detail });
         else if (word === 'started') {
           const pid = Number(detail);
           if (detail !== '' && Number.isInteger(pid) && pid > 0) this.reportedPid = pid;

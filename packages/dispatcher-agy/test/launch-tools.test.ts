@@ -22,6 +22,7 @@ import {
   isolationRecord,
   launchArgv,
   parentDeathOf,
+  perlPrctlFromElf,
   planLaunch,
   prctlSyscallFor,
   resolveLaunchTools,
@@ -125,19 +126,20 @@ describe('the perl launcher and init', () => {
 describe('the init, parked', () => {
   // The init reads its directory and command from the stdin agy inherits: it must take exactly
   // the header's bytes and leave the prompt that follows for agy (a buffered read would eat it).
-  test.skipIf(!isAbsolute(tools.perl))(`says ready, then runs the command in the directory with the rest of stdin${isAbsolute(tools.perl) ? '' : ' (skipped: no perl)'}`, () => {
+  // It is given prctl's number, so it drops its (this test's) capabilities itself before `ready`.
+  test.skipIf(prctl === 0)(`says ready, then runs the command in the directory with the rest of stdin${prctl === 0 ? ' (skipped: no perl, or prctl unknown)' : ''}`, () => {
     const dir = pool.root().dir;
     const prompt = '{"event": "user", "message": {"content": "the prompt"}}\n'.repeat(200);
     const input = Buffer.concat([initHeader(dir, ['/bin/sh', '-c', 'pwd; cat']), Buffer.from(prompt)]);
     // fd 3 is the status pipe: here the same pipe as stderr.
-    const run = spawnSync(tools.perl, ['-e', INIT_SCRIPT, '--'], { input, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], encoding: 'utf8' });
+    const run = spawnSync(tools.perl, ['-e', INIT_SCRIPT, '--', String(prctl)], { input, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], encoding: 'utf8' });
     expect(run.status).toBe(0);
     expect(run.stdout).toBe(`${dir}\n${prompt}`);
     expect((run.output[3] as unknown as string).split('\n')).toEqual(['ready', 'locked', 'started', 'exit 0', '']);
   });
 
-  test.skipIf(!isAbsolute(tools.perl))(`ends without starting anything when its stdin ends first${isAbsolute(tools.perl) ? '' : ' (skipped: no perl)'}`, () => {
-    const run = spawnSync(tools.perl, ['-e', INIT_SCRIPT, '--'], { input: '', stdio: ['pipe', 'pipe', 'pipe', 'pipe'], encoding: 'utf8' });
+  test.skipIf(prctl === 0)(`ends without starting anything when its stdin ends first${prctl === 0 ? ' (skipped: no perl, or prctl unknown)' : ''}`, () => {
+    const run = spawnSync(tools.perl, ['-e', INIT_SCRIPT, '--', String(prctl)], { input: '', stdio: ['pipe', 'pipe', 'pipe', 'pipe'], encoding: 'utf8' });
     expect(run.status).toBe(0);
     expect(run.output[3]).toBe('ready\n');
   });
@@ -157,10 +159,11 @@ describe('launchArgv', () => {
     // No directory and no command: the init reads both on stdin (initHeader), once it is ready.
     expect(launchArgv(isolated, input)).toEqual([
       '/opt/u/setpriv', '--pdeathsig', 'KILL', '--',
-      '/opt/p/perl', '-e', LAUNCHER_SCRIPT, '--', '4242', '', '0', '0', '15',
+      '/opt/p/perl', '-e', LAUNCHER_SCRIPT, '--', '4242', '', '0', '0', '16',
       '/opt/u/unshare', '--pid', '--fork', '--mount-proc', '--kill-child', '--',
       '/opt/u/setpriv', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--',
-      '/opt/p/perl', '-e', INIT_SCRIPT, '--',
+      // The init's argument: 0, setpriv dropped the capabilities (it only checks they are gone).
+      '/opt/p/perl', '-e', INIT_SCRIPT, '--', '0',
     ]);
     expect(isolatedChainArgv(isolated, 4242)).toEqual(launchArgv(isolated, input));
     expect(initHeader('/tmp/work', input.command).toString('utf8')).toBe('30\n/tmp/work\0/bin/agy\0--mode\0plan');
@@ -191,7 +194,7 @@ describe('launchArgv', () => {
     const oldSetpriv: LaunchPlan = { ...isolated, parentDeath: false, prctlSyscall: 167 };
     const argv = isolatedChainArgv(oldSetpriv, 4242);
     expect(argv.slice(0, 3)).toEqual(['/opt/p/perl', '-e', LAUNCHER_SCRIPT]);
-    expect(argv.slice(3, 9)).toEqual(['--', '4242', '', '167', '9', '15']);
+    expect(argv.slice(3, 9)).toEqual(['--', '4242', '', '167', '9', '16']);
     expect(argv[9]).toBe('/opt/u/unshare');
     expect(isolationRecord(oldSetpriv)).toBe(
       'isolation: pid\nmechanism: unshare --pid --fork --mount-proc --kill-child\ncapabilities: none\nparent-death: prctl PR_SET_PDEATHSIG KILL\ndirectory-lock: flock\n',
@@ -290,6 +293,15 @@ describe.skipIf(prctl === 0)(`the helper wrapper${prctl === 0 ? ' (skipped: not 
     expect([started.status, started.stdout, started.output[3]]).toEqual([0, 'closed\n', '']);
   });
 
+  // The record must not say a helper is bound when the kernel did not arm it: a wrong number
+  // (or a filter that refuses prctl) leaves the signal unset, and the wrapper then runs nothing.
+  test('whose parent-death signal does not read back as armed runs nothing', () => {
+    const started = join(pool.root().dir, 'started');
+    const run = spawnSync(tools.perl, ['-e', HELPER_SCRIPT, '--', String(process.pid), '100000', '0', '/bin/sh', '-c', `echo started > "${started}"`], { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+    expect([run.status, run.stderr]).toEqual([121, 'parent-death signal not armed (reads back as 0)\n']);
+    expect(existsSync(started)).toBe(false);
+  });
+
   // Armed too late (its dispatcher died first) the signal never comes: the wrapper must see that
   // its parent is not the dispatcher and run nothing. A pid that is not its parent stands in.
   test('whose parent is not the dispatcher runs nothing', () => {
@@ -305,7 +317,7 @@ describe('prctlSyscallFor', () => {
     expect(prctlSyscallFor('x86_64-linux-gnu-thread-multi')).toBe(157);
     expect(prctlSyscallFor('aarch64-linux-gnu-thread-multi\n')).toBe(167);
     expect(prctlSyscallFor('i686-linux-gnu-thread-multi-64int')).toBe(172);
-    expect(prctlSyscallFor('powerpc64le-linux-gnu-thread-multi')).toBe(0);
+    expect(prctlSyscallFor('powerpc64le-linux-gnu-thread-multi')).toBe(171);
     expect(prctlSyscallFor('mips64el-linux-gnuabi64')).toBe(0);
     expect(prctlSyscallFor('')).toBe(0);
     expect(prctlSyscallFor('constructor')).toBe(0);
@@ -374,11 +386,12 @@ describe('a dispatch', () => {
         15_000,
         'worker started',
       );
-      // The chain's leader is unshare by now (setpriv and the launcher exec'd into it).
+      // The chain's leader is unshare by now (the launcher exec'd into it); where this perl's
+      // ELF header gives prctl's number, the init follows it directly (no setpriv link).
       const leader = Number(readState(stateDir, 'worker-pid-unverified'));
       const argv = readFileSync(`/proc/${leader}/cmdline`, 'utf8').split('\0');
       expect(argv[0]).toBe(tools.unshare);
-      expect(argv.slice(argv.indexOf('--') + 1, argv.indexOf('--') + 2)).toEqual([tools.setpriv]);
+      expect(argv.slice(argv.indexOf('--') + 1, argv.indexOf('--') + 2)).toEqual([perlPrctlFromElf(tools) > 0 ? tools.perl : tools.setpriv]);
       expect(argv).toContain(tools.perl);
       expect(readState(stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare --/);
       process.kill(dispatcher, 'SIGTERM');

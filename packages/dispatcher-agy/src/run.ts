@@ -36,7 +36,7 @@ import {
   STATE_FILES,
   formatStateDirLine,
   newNonce,
-  publishAtomic,
+  publishAtomicAsync,
   responseSiblingPath,
   stateDirName,
   systemTempDir,
@@ -306,8 +306,9 @@ class Dispatch {
 
 function nonEmptyFile(path: string): boolean {
   try {
-    const stat = statSync(path);
-    return stat.isFile() && stat.size > 0;
+    // No result yet is the common case (asked once per unit): answered without an Error.
+    const stat = statSync(path, { throwIfNoEntry: false });
+    return stat !== undefined && stat.isFile() && stat.size > 0;
   } catch {
     return false;
   }
@@ -803,16 +804,18 @@ async function publish(run: Dispatch, end: WorkerEnd): Promise<number> {
   }
   let { code, reason } = outcome;
   const publishOptions = { tag: PUBLISH_TAG, nonce };
+  // The fsyncs wait off the event loop: a host running other units (a batch's supervisor) goes
+  // on serving them meanwhile. Signals are held already (the 'finishing' phase), as before.
   if (outcome.publish.kind === 'response') {
     try {
-      publishAtomic(config.resultPath, outcome.publish.text, publishOptions);
+      await publishAtomicAsync(config.resultPath, outcome.publish.text, publishOptions);
     } catch (error) {
       code = 70;
       reason = `could not publish result atomically: ${errorText(error)}`;
     }
   } else if (outcome.publish.kind === 'sibling') {
     try {
-      publishAtomic(responseSiblingPath(config.resultPath), outcome.publish.text, publishOptions);
+      await publishAtomicAsync(responseSiblingPath(config.resultPath), outcome.publish.text, publishOptions);
     } catch (error) {
       run.say(`kept worker result; could not store final response beside it: ${errorText(error)}`);
     }

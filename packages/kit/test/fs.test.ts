@@ -2,6 +2,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   closeSync,
+  existsSync,
   openSync,
   linkSync,
   mkdirSync,
@@ -14,7 +15,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import {
@@ -33,6 +34,7 @@ import {
   tryFlockSharedMany,
   which,
   writeFileAtomic,
+  writeFileAtomicAsync,
 } from '@prun/kit/fs';
 import { PERL_SHARED } from '../src/fs/flock.js';
 
@@ -142,6 +144,42 @@ describe('writeFileAtomic', () => {
     ).toThrow('source failed');
     expect(readFileSync(path, 'utf8')).toBe('caf\u00e9\n');
     expect(readdirSync(dir)).toEqual(['streamed.md']);
+  });
+
+  test('writeFileAtomicAsync publishes alike and fails alike, leaving no temp file', async () => {
+    const path = join(dir, 'result.md');
+    await writeFileAtomicAsync(path, 'old\n');
+    await writeFileAtomicAsync(path, (write) => write('new\n'));
+    expect(readFileSync(path, 'utf8')).toBe('new\n');
+    const blocked = join(dir, 'blocked');
+    mkdirSync(join(blocked, 'inside'), { recursive: true });
+    await expect(writeFileAtomicAsync(blocked, 'x')).rejects.toThrow();
+    await expect(writeFileAtomicAsync(path, 'second', { replace: false })).rejects.toThrow(DestinationExistsError);
+    expect(readdirSync(dir).sort()).toEqual(['blocked', 'result.md']);
+    expect(readFileSync(path, 'utf8')).toBe('new\n');
+  });
+
+  test('writeFileAtomicAsync leaves the event loop free while the disk is flushed', async () => {
+    const order: string[] = [];
+    const published = writeFileAtomicAsync(join(dir, 'result.md'), 'x').then(() => order.push('published'));
+    setImmediate(() => order.push('loop turned'));
+    await published;
+    expect(order).toEqual(['loop turned', 'published']);
+  });
+
+  test('a temp name already taken fails the publish and leaves that file alone', () => {
+    const path = join(dir, 'result.md');
+    const taken = atomicTempPath(path, { tag: 'prun', nonce: 'taken' });
+    writeFileSync(taken, 'not ours');
+    expect(() => writeFileAtomic(path, 'x', { nonce: 'taken' })).toThrow(/EEXIST/);
+    expect(readFileSync(taken, 'utf8')).toBe('not ours');
+    expect(existsSync(path)).toBe(false);
+  });
+
+  test('default nonces are 16 hex digits and do not repeat', () => {
+    const names = Array.from({ length: 300 }, () => parseAtomicTempName(basename(atomicTempPath(join(dir, 'f'))))!.nonce);
+    expect(names.every((nonce) => /^[0-9a-f]{16}$/.test(nonce))).toBe(true);
+    expect(new Set(names).size).toBe(names.length);
   });
 
   test('creates the parent, honours the mode, writes bytes as given', () => {
@@ -386,15 +424,22 @@ const straceWorks = strace !== null && spawnSync(strace, ['-qq', '-e', 'trace=no
 const straceNote = straceWorks ? '' : ` (skipped: ${strace === null ? 'strace not on PATH' : 'strace cannot trace here'})`;
 const kitFs = fileURLToPath(new URL('../dist/fs/index.js', import.meta.url));
 
-/** The traced openat/fsync/rename lines of one writeFileAtomic call, from the rename on. */
-function publishCalls(path: string, durable: boolean): { fileFsync: boolean; dirFsync: boolean } {
+/**
+ * What strace saw of one publish (`writeFileAtomic`, or `writeFileAtomicAsync` awaited): whether
+ * the temp file was fsynced before the rename and the directory after it, and every traced call
+ * after the rename that still names the temp file.
+ */
+function publishCalls(path: string, durable: boolean, how: 'sync' | 'async' = 'sync'): { fileFsync: boolean; dirFsync: boolean; tempAfterRename: string[] } {
   const trace = join(dir, 'trace');
-  const script = `import { writeFileAtomic } from ${JSON.stringify(kitFs)}; writeFileAtomic(${JSON.stringify(path)}, 'x', { durable: ${durable} });`;
-  const run = spawnSync(strace as string, ['-f', '-qq', '-e', 'trace=openat,fsync,rename', '-o', trace, process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' });
+  const call = how === 'sync' ? 'writeFileAtomic' : 'await writeFileAtomicAsync';
+  const script = `import { writeFileAtomic, writeFileAtomicAsync } from ${JSON.stringify(kitFs)}; ${call}(${JSON.stringify(path)}, 'x', { durable: ${durable} });`;
+  const calls = 'trace=openat,fsync,rename,unlink,statx,newfstatat,lstat,stat';
+  const run = spawnSync(strace as string, ['-f', '-qq', '-e', calls, '-o', trace, process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`traced publish failed: ${run.stderr}`);
   const lines = readFileSync(trace, 'utf8').split('\n').map((line) => line.replace(/^\d+ +/, ''));
   const renameAt = lines.findIndex((line) => line.startsWith('rename(') && line.includes(JSON.stringify(path)));
   expect(renameAt, 'the publish renames its temp file onto the path').toBeGreaterThan(0);
+  const temp = /^rename\("([^"]+)"/.exec(lines[renameAt]!)![1]!;
   const fdOf = (line: string | undefined): string | undefined => /= (\d+)$/.exec(line ?? '')?.[1];
   const tempOpen = lines.slice(0, renameAt).findLast((line) => line.startsWith('openat(') && line.includes('O_CREAT|O_EXCL'));
   const tempFd = fdOf(tempOpen);
@@ -404,15 +449,19 @@ function publishCalls(path: string, durable: boolean): { fileFsync: boolean; dir
   const dirOpenAt = after.findIndex((line) => line.startsWith(`openat(AT_FDCWD, ${JSON.stringify(dirname(path))}, O_RDONLY`));
   const dirFd = fdOf(after[dirOpenAt]);
   const dirFsync = dirOpenAt >= 0 && synced(dirFd, after.slice(dirOpenAt));
-  return { fileFsync, dirFsync };
+  return { fileFsync, dirFsync, tempAfterRename: after.filter((line) => line.includes(temp)) };
 }
 
 describe.skipIf(!straceWorks)(`writeFileAtomic's fsyncs, traced${straceNote}`, () => {
   test('a durable publish fsyncs the file before the rename and the directory after it', () => {
-    expect(publishCalls(join(dir, 'sub', 'result.md'), true)).toEqual({ fileFsync: true, dirFsync: true });
+    expect(publishCalls(join(dir, 'sub', 'result.md'), true)).toEqual({ fileFsync: true, dirFsync: true, tempAfterRename: [] });
   });
   test('a publish with durable: false fsyncs neither', () => {
-    expect(publishCalls(join(dir, 'sub', 'state'), false)).toEqual({ fileFsync: false, dirFsync: false });
+    expect(publishCalls(join(dir, 'sub', 'state'), false)).toEqual({ fileFsync: false, dirFsync: false, tempAfterRename: [] });
+  });
+  test('writeFileAtomicAsync fsyncs in the same order, on the thread pool', () => {
+    expect(publishCalls(join(dir, 'sub', 'result.md'), true, 'async')).toEqual({ fileFsync: true, dirFsync: true, tempAfterRename: [] });
+    expect(publishCalls(join(dir, 'sub', 'state'), false, 'async')).toEqual({ fileFsync: false, dirFsync: false, tempAfterRename: [] });
   });
 });
 

@@ -19,6 +19,7 @@ export {
   type AtomicContent,
   DestinationExistsError,
   publishAtomic,
+  publishAtomicAsync,
   publishNoReplace,
   linkNoReplace,
 } from './publish.js';

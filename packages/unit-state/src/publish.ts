@@ -1,4 +1,4 @@
-import { DestinationExistsError, linkNoReplace, writeFileAtomic, type AtomicContent } from '@prun/kit/fs';
+import { DestinationExistsError, linkNoReplace, writeFileAtomic, writeFileAtomicAsync, type AtomicContent } from '@prun/kit/fs';
 
 export { DestinationExistsError, linkNoReplace, type AtomicContent };
 
@@ -21,6 +21,15 @@ export interface PublishOptions {
  */
 export function publishAtomic(path: string, data: AtomicContent, options: PublishOptions = {}): void {
   writeFileAtomic(path, data, options);
+}
+
+/**
+ * `publishAtomic` whose two fsyncs wait on libuv's thread pool, not on the event loop (kit's
+ * `writeFileAtomicAsync`): the same steps in the same order, for a process that runs other work
+ * meanwhile (a batch's supervisor publishing one unit's result while its other units run).
+ */
+export function publishAtomicAsync(path: string, data: AtomicContent, options: PublishOptions = {}): Promise<void> {
+  return writeFileAtomicAsync(path, data, options);
 }
 
 /**

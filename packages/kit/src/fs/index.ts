@@ -1,11 +1,12 @@
 // @prun/kit/fs: the one atomic writer, the one bounded non-blocking reader, the one `which`,
 // the one `os.path.isdir`/`isfile`, the one parent-death prefix.
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import {
   accessSync,
   closeSync,
   constants,
   fstatSync,
+  fsync,
   fsyncSync,
   linkSync,
   mkdirSync,
@@ -76,8 +77,25 @@ export function linkNoReplace(source: string, path: string): void {
  */
 export function atomicTempPath(path: string, options: Pick<WriteAtomicOptions, 'tag' | 'nonce'> = {}): string {
   const tag = options.tag ?? 'prun';
-  const nonce = options.nonce ?? randomBytes(8).toString('hex');
+  const nonce = options.nonce ?? randomNonce();
   return join(dirname(path), `.${basename(path)}.${tag}-${process.pid}-${nonce}.tmp`);
+}
+
+// Random bytes for default nonces, drawn a block at a time: a batch's supervisor names a temp
+// file for every record it writes, and a randomBytes call of its own each time costs more than
+// the name. Uniqueness is all a nonce is for (the temp is created O_EXCL).
+const NONCE_BYTES = 8;
+const noncePool = Buffer.alloc(NONCE_BYTES * 64);
+let nonceAt = noncePool.length;
+
+function randomNonce(): string {
+  if (nonceAt >= noncePool.length) {
+    randomFillSync(noncePool);
+    nonceAt = 0;
+  }
+  const nonce = noncePool.toString('hex', nonceAt, nonceAt + NONCE_BYTES);
+  nonceAt += NONCE_BYTES;
+  return nonce;
 }
 
 const TEMP_NAME = /^\.(.+)\.([A-Za-z0-9_-]+)-([1-9][0-9]*)-([A-Za-z0-9]+)\.tmp$/;
@@ -104,6 +122,20 @@ export function fsyncPath(path: string): void {
   }
 }
 
+/** `fsyncPath` on libuv's thread pool: the event loop runs on while the disk is flushed. */
+async function fsyncPathAsync(path: string): Promise<void> {
+  const fd = openSync(path, constants.O_RDONLY);
+  try {
+    await fsyncAsync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function fsyncAsync(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fsync(fd, (error) => (error === null ? resolve() : reject(error))));
+}
+
 function writeAll(fd: number, data: Uint8Array): void {
   let offset = 0;
   while (offset < data.length) offset += writeSync(fd, data, offset, data.length - offset);
@@ -121,30 +153,102 @@ function bytesOf(piece: string | Uint8Array): Uint8Array {
 }
 
 /**
+ * One publication's steps, shared by `writeFileAtomic` and `writeFileAtomicAsync`, which differ
+ * only in how they wait for the two fsyncs: `create` makes the temp file (exclusive) and writes
+ * `data` into it, its descriptor left open for the fsync; `place` gives it the name `path`. The
+ * temp is removed on failure, and after a hard link; after the rename there is none, and nothing
+ * is looked up to remove it (a lookup of a name known to be gone is a failed system call and an
+ * error object, at every publish).
+ */
+class Publication {
+  readonly dir: string;
+  readonly durable: boolean;
+  private readonly temp: string;
+  /** Whether the temp file exists under its own name and must go before the publication ends. */
+  private tempLeft = false;
+  fd = -1;
+
+  constructor(
+    private readonly path: string,
+    private readonly options: WriteAtomicOptions,
+  ) {
+    this.dir = dirname(path);
+    this.durable = options.durable ?? true;
+    if (options.createParent ?? true) mkdirSync(this.dir, { recursive: true });
+    this.temp = atomicTempPath(path, options);
+  }
+
+  create(data: AtomicContent): void {
+    // A failed exclusive create made nothing of ours: nothing to remove (not even a namesake's).
+    this.fd = openSync(this.temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, this.options.mode ?? 0o666);
+    this.tempLeft = true;
+    const fd = this.fd;
+    if (typeof data === 'function') data((piece) => writeAll(fd, bytesOf(piece)));
+    else writeAll(fd, bytesOf(data));
+  }
+
+  closeTemp(): void {
+    if (this.fd < 0) return;
+    const fd = this.fd;
+    this.fd = -1;
+    closeSync(fd);
+  }
+
+  place(): void {
+    if (this.options.replace ?? true) {
+      renameSync(this.temp, this.path);
+      this.tempLeft = false;
+    } else {
+      linkNoReplace(this.temp, this.path);
+    }
+  }
+
+  /** Always, last: the descriptor closed and the temp gone, whatever happened. */
+  end(): void {
+    try {
+      this.closeTemp();
+    } finally {
+      if (this.tempLeft) rmSync(this.temp, { force: true });
+    }
+  }
+}
+
+/**
  * Publish `data` at `path` so a reader sees the old file or the new one, never a part: write a
  * temp file in the same directory (exclusive create), fsync it, rename it over `path` (or hard
  * link it, with `replace: false`), then fsync the directory. The new file is a new inode: a hard
  * link to the old file keeps the old bytes. The temp file is removed on success and on failure.
  */
 export function writeFileAtomic(path: string, data: AtomicContent, options: WriteAtomicOptions = {}): void {
-  const dir = dirname(path);
-  if (options.createParent ?? true) mkdirSync(dir, { recursive: true });
-  const durable = options.durable ?? true;
-  const temp = atomicTempPath(path, options);
+  const publication = new Publication(path, options);
   try {
-    const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, options.mode ?? 0o666);
-    try {
-      if (typeof data === 'function') data((piece) => writeAll(fd, bytesOf(piece)));
-      else writeAll(fd, bytesOf(data));
-      if (durable) fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    if (options.replace ?? true) renameSync(temp, path);
-    else linkNoReplace(temp, path);
-    if (durable) fsyncPath(dir);
+    publication.create(data);
+    if (publication.durable) fsyncSync(publication.fd);
+    publication.closeTemp();
+    publication.place();
+    if (publication.durable) fsyncPath(publication.dir);
   } finally {
-    rmSync(temp, { force: true });
+    publication.end();
+  }
+}
+
+/**
+ * `writeFileAtomic` with its two fsyncs on libuv's thread pool, in the same order (the file's
+ * before the rename, the directory's after it), so a process running many units at once (a
+ * batch's supervisor) goes on serving the others while one result reaches the disk. The
+ * temp file is created and written, and renamed, synchronously; resolves once the directory is
+ * flushed, rejects as `writeFileAtomic` throws.
+ */
+export async function writeFileAtomicAsync(path: string, data: AtomicContent, options: WriteAtomicOptions = {}): Promise<void> {
+  const publication = new Publication(path, options);
+  try {
+    publication.create(data);
+    if (publication.durable) await fsyncAsync(publication.fd);
+    publication.closeTemp();
+    publication.place();
+    if (publication.durable) await fsyncPathAsync(publication.dir);
+  } finally {
+    publication.end();
   }
 }
 

@@ -152,7 +152,7 @@ describe('the batch supervisor', () => {
 
 /**
  * The supervisor's live children: with the preflight off, the launch chains of its units and its
- * spare (each chain's leader execs setpriv, perl, then unshare, and stays its child).
+ * spare (each chain's leader is the perl launcher, which execs unshare, and stays its child; setpriv first where the plan uses it).
  */
 function chainsOf(supervisor: number): number[] {
   let children: string[];

@@ -2,12 +2,12 @@
 // - speed: a 100-unit batch of instant fake-agy units beside 100 bare fake-agy worker runs at
 //   the same concurrency (the floor: the workers themselves), interleaved rounds, medians; and
 //   where a batch's CPU goes per unit: the driver, the supervisor (prun's own processes), and
-//   the launch chain (setpriv, perl, unshare: the dispatcher's isolation) beside the workers;
+//   the launch chain (perl, unshare, and setpriv where the plan uses it: the dispatcher's isolation) beside the workers;
 // - memory: a 50-unit batch with all 50 units running (fake agy that never ends), the summed
 //   RSS of prun's own processes (the driver and the batch's supervisor, and any dispatcher
 //   process), beside the goal of 600 MiB and beside 50 standalone `prun-dispatch-agy` processes
 //   running the same units (what the batch cost when every running unit had a dispatcher process
-//   of its own). The launch chain (setpriv, perl, unshare) and the workers are printed apart:
+//   of its own). The launch chain (perl, unshare, setpriv) and the workers are printed apart:
 //   they are the dispatcher's isolation and the agents themselves, the same in both.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -14,7 +14,7 @@
  *                              parent-death signal itself (prctl), first, and reads it back
  *                              (PR_GET_PDEATHSIG): not armed, it refuses and starts nothing
  *   unshare ... --kill-child   (isolation) a new PID namespace with its own /proc; its child
- *                              dies with it
+ *                              dies with it (in the usual chain the launcher does this itself)
  *   setpriv --no-new-privs ... (isolation, only where the init cannot drop the capabilities
  *                              itself) drops every capability once /proc is mounted: with
  *                              CAP_SYS_ADMIN (root, or any uid inside a user namespace) the
@@ -29,13 +29,19 @@
  *                              exits the kernel kills every process left in the namespace,
  *                              setsid'd ones included
  *   agy ...
- * The usual isolated chain is perl LAUNCHER, unshare, perl INIT, agy: three execs before agy,
- * not five. prctl's number comes from the ELF header of the perl the chain execs (read, not
- * run: `perlPrctlFromElf`), so even the first chain, which is the isolation probe, has it. A
- * perl that is no ELF file of a known machine (a shim script, an unknown architecture) keeps
- * setpriv's chain exactly; so does a plan whose first chain refused (the kernel did not read the
- * signal back, or a capability could survive): the refusals are the launcher's and the init's
- * `refused <why>` status lines, and the plan then probes setpriv's chain as before.
+ * The usual isolated chain is one perl process before agy (NAMESPACE_LAUNCHER_SCRIPT): the
+ * launcher arms its own parent-death signal, then does what `unshare --pid --fork --mount-proc
+ * --kill-child` (with `--user --map-current-user` for a user) does, by system call (unshare(2),
+ * the maps, fork; in the child PR_SET_PDEATHSIG, the mounts), and its child is PID 1 and runs
+ * the init's code (INIT_BODY) without an exec: one exec before agy, not three (perl LAUNCHER,
+ * unshare, perl INIT) or setpriv's five. prctl's, unshare(2)'s and mount(2)'s numbers come from
+ * the ELF header of the perl the chain execs (read, not run: `perlSyscallsFromElf`), so even the
+ * first chain, which is the isolation probe, has them. Every step is checked (the signal read
+ * back, each call's result, /proc/self naming PID 1, the capabilities from /proc/self/status):
+ * a refused one is a `refused <why>` status line before `ready`, and the plan then probes the
+ * unshare program's chain (LAUNCHER, unshare, INIT), and after it setpriv's, as before. A perl
+ * that is no ELF file of a known machine (a shim script, an unknown architecture) keeps
+ * setpriv's chain exactly.
  * An isolated chain is started before the state directory exists (parked at the init's `ready`):
  * for a process's first unit its `ready` is the isolation probe, so a standalone dispatch starts
  * one chain, not a probe chain and then the worker's (README, "Isolation and no orphans").
@@ -547,8 +553,9 @@ exit 0;
  * then `exit N` or `signal N`.
  *
  * Dropping them itself, the init keeps its own permitted set (root's, as root without a user
- * namespace; none for a user's uid): only its exec would empty it, and capset's number differs by
- * architecture. It runs nothing but this script after the drop, and every exec from it, agy's
+ * namespace; none for a user's uid exec'd by unshare; all of its user namespace's where the
+ * launcher made that namespace and forked it, which lets it empty the bounding set too): only
+ * its exec would empty it, and capset's number differs by architecture. It runs nothing but this script after the drop, and every exec from it, agy's
  * first, starts with none. The kernel also refuses a process holding fewer capabilities access
  * to its /proc entries (the ptrace rule), so agy cannot read the init's environ or open its fds
  * (under setpriv's drop, with nothing held on either side, it can).

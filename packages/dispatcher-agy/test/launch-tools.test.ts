@@ -407,21 +407,25 @@ describe('a dispatch', () => {
         15_000,
         'worker started',
       );
-      const leader = Number(readState(stateDir, 'worker-pid-unverified'));
-      const argv = readFileSync(`/proc/${leader}/cmdline`, 'utf8').split('\0');
-      if (perlPrctlFromElf(tools) > 0 && perlNamespaceFromElf(tools) !== null) {
-        // The chain's leader is the launcher, which made the namespace itself (no unshare exec'd).
-        expect(argv.slice(0, 3)).toEqual([tools.perl, '-e', NAMESPACE_LAUNCHER_SCRIPT]);
-        expect(readState(stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: perl unshare\(2\) --/);
-      } else {
-        // The chain's leader is unshare by now (the launcher exec'd into it); where this perl's
-        // ELF header gives prctl's number, the init follows it directly (no setpriv link).
-        expect(argv[0]).toBe(tools.unshare);
-        expect(argv.slice(argv.indexOf('--') + 1, argv.indexOf('--') + 2)).toEqual([perlPrctlFromElf(tools) > 0 ? tools.perl : tools.setpriv]);
-        expect(argv).toContain(tools.perl);
-        expect(readState(stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare --/);
+      try {
+        const leader = Number(readState(stateDir, 'worker-pid-unverified'));
+        const argv = readFileSync(`/proc/${leader}/cmdline`, 'utf8').split('\0');
+        if (perlPrctlFromElf(tools) > 0 && perlNamespaceFromElf(tools) !== null) {
+          // The chain's leader is the launcher, which made the namespace itself (no unshare exec'd).
+          expect(argv.slice(0, 3)).toEqual([tools.perl, '-e', NAMESPACE_LAUNCHER_SCRIPT]);
+          expect(readState(stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: perl unshare\(2\) --/);
+        } else {
+          // The chain's leader is unshare by now (the launcher exec'd into it); where this perl's
+          // ELF header gives prctl's number, the init follows it directly (no setpriv link).
+          expect(argv[0]).toBe(tools.unshare);
+          expect(argv.slice(argv.indexOf('--') + 1, argv.indexOf('--') + 2)).toEqual([perlPrctlFromElf(tools) > 0 ? tools.perl : tools.setpriv]);
+          expect(argv).toContain(tools.perl);
+          expect(readState(stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare --/);
+        }
+      } finally {
+        // A failed check must not leave the hanging dispatcher (and its chain) behind.
+        process.kill(dispatcher, 'SIGTERM');
       }
-      process.kill(dispatcher, 'SIGTERM');
       const run = await running;
       expect(run.stateDir).toBe(stateDir);
     },

@@ -2,11 +2,11 @@
 // chain-links.test.ts): whether this machine gives the dispatcher a PID namespace, and a PATH
 // whose `perl` and `unshare` record each start, then run the real ones.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { HELPER_SCRIPT, INIT_SCRIPT, LAUNCHER_SCRIPT, NAMESPACE_LAUNCHER_SCRIPT, planLaunch, resolveLaunchTools } from '../src/isolation.js';
-import type { Root } from './harness.js';
+import { PACKAGE_DIR, type Root } from './harness.js';
 
 const PATH = process.env.PATH ?? '/usr/bin:/bin';
 const { unshare: realUnshare, perl: realPerl } = resolveLaunchTools({ PATH });
@@ -49,16 +49,31 @@ int main(int argc, char **argv) {
 }
 `;
 
-/** The counting perl built once per test file (null: no C compiler here, or no perl). */
+/**
+ * The counting perl, built once for this source and this real perl and kept in the package's
+ * node_modules/.cache (null: no C compiler here, or no perl). Built in a directory of its own
+ * and renamed into place, so test files importing this at once never see half a file.
+ */
 function buildCountingPerl(): string | null {
   if (process.platform !== 'linux' || !isAbsolute(realPerl)) return null;
-  const dir = mkdtempSync(join(tmpdir(), 'prun-counting-perl-'));
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-  const source = join(dir, 'perl.c');
-  const binary = join(dir, 'perl');
-  writeFileSync(source, COUNTING_PERL_C);
-  const built = spawnSync('cc', ['-O2', `-DREAL_PERL=${JSON.stringify(realPerl)}`, '-o', binary, source], { encoding: 'utf8' });
-  return built.status === 0 ? binary : null;
+  const key = createHash('sha256').update(`${realPerl}\0${COUNTING_PERL_C}`).digest('hex').slice(0, 16);
+  const cache = join(PACKAGE_DIR, 'node_modules', '.cache', 'prun-counting-perl');
+  const binary = join(cache, `perl-${key}`);
+  if (existsSync(binary)) return binary;
+  mkdirSync(cache, { recursive: true });
+  const dir = mkdtempSync(join(cache, 'build-'));
+  try {
+    const source = join(dir, 'perl.c');
+    writeFileSync(source, COUNTING_PERL_C);
+    const built = spawnSync('cc', ['-O2', `-DREAL_PERL=${JSON.stringify(realPerl)}`, '-o', join(dir, 'perl'), source], { encoding: 'utf8' });
+    if (built.status !== 0) return null;
+    renameSync(join(dir, 'perl'), binary);
+    return binary;
+  } catch {
+    return null;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 const countingPerl = buildCountingPerl();

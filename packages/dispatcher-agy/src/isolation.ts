@@ -14,7 +14,7 @@
  *                              parent-death signal itself (prctl), first, and reads it back
  *                              (PR_GET_PDEATHSIG): not armed, it refuses and starts nothing
  *   unshare ... --kill-child   (isolation) a new PID namespace with its own /proc; its child
- *                              dies with it
+ *                              dies with it (in the usual chain the launcher does this itself)
  *   setpriv --no-new-privs ... (isolation, only where the init cannot drop the capabilities
  *                              itself) drops every capability once /proc is mounted: with
  *                              CAP_SYS_ADMIN (root, or any uid inside a user namespace) the
@@ -29,13 +29,19 @@
  *                              exits the kernel kills every process left in the namespace,
  *                              setsid'd ones included
  *   agy ...
- * The usual isolated chain is perl LAUNCHER, unshare, perl INIT, agy: three execs before agy,
- * not five. prctl's number comes from the ELF header of the perl the chain execs (read, not
- * run: `perlPrctlFromElf`), so even the first chain, which is the isolation probe, has it. A
- * perl that is no ELF file of a known machine (a shim script, an unknown architecture) keeps
- * setpriv's chain exactly; so does a plan whose first chain refused (the kernel did not read the
- * signal back, or a capability could survive): the refusals are the launcher's and the init's
- * `refused <why>` status lines, and the plan then probes setpriv's chain as before.
+ * The usual isolated chain is one perl process before agy (NAMESPACE_LAUNCHER_SCRIPT): the
+ * launcher arms its own parent-death signal, then does what `unshare --pid --fork --mount-proc
+ * --kill-child` (with `--user --map-current-user` for a user) does, by system call (unshare(2),
+ * the maps, fork; in the child PR_SET_PDEATHSIG, the mounts), and its child is PID 1 and runs
+ * the init's code (INIT_BODY) without an exec: one exec before agy, not three (perl LAUNCHER,
+ * unshare, perl INIT) or setpriv's five. prctl's, unshare(2)'s and mount(2)'s numbers come from
+ * the ELF header of the perl the chain execs (read, not run: `perlSyscallsFromElf`), so even the
+ * first chain, which is the isolation probe, has them. Every step is checked (the signal read
+ * back, each call's result, /proc/self naming PID 1, the capabilities from /proc/self/status):
+ * a refused one is a `refused <why>` status line before `ready`, and the plan then probes the
+ * unshare program's chain (LAUNCHER, unshare, INIT), and after it setpriv's, as before. A perl
+ * that is no ELF file of a known machine (a shim script, an unknown architecture) keeps
+ * setpriv's chain exactly.
  * An isolated chain is started before the state directory exists (parked at the init's `ready`):
  * for a process's first unit its `ready` is the isolation probe, so a standalone dispatch starts
  * one chain, not a probe chain and then the worker's (README, "Isolation and no orphans").
@@ -63,8 +69,11 @@ export interface LaunchPlan {
   /**
    * `initDrops`: the namespace's init drops the capabilities itself, and checks they are gone,
    * before it says `ready` (no `setpriv --no-new-privs ...` link); absent, setpriv drops them.
+   * `byLauncher` (with `initDrops`): no unshare is exec'd; the launcher does what `unshare` spelled
+   * so would (unshare(2), the user namespace's maps, fork, the mounts) by these system call
+   * numbers, and its child is the init, without an exec (`NAMESPACE_LAUNCHER_SCRIPT`).
    */
-  isolation: { kind: 'pid'; unshare: string[]; initDrops?: boolean } | { kind: 'none'; reason: string };
+  isolation: { kind: 'pid'; unshare: string[]; initDrops?: boolean; byLauncher?: NamespaceSyscalls } | { kind: 'none'; reason: string };
   /**
    * `setpriv --pdeathsig` works here: the kernel stops the chain (and the preflight's and the
    * quota refresh's helpers) when the dispatcher dies. Without it the launcher, and the perl
@@ -83,6 +92,12 @@ export interface LaunchPlan {
    * (`perlPrctlFromElf`), or else from perl's own Config.
    */
   prctlSyscall?: number;
+}
+
+/** unshare(2)'s and mount(2)'s system call numbers for the chain's perl (`ArchSyscalls`). */
+export interface NamespaceSyscalls {
+  unshare: number;
+  mount: number;
 }
 
 /** What binds the chain to the dispatcher's life; null: nothing (a SIGKILLed dispatcher leaves it). */
@@ -219,35 +234,44 @@ function spawnFailure(file: string, report: string): string | null {
 /** Prints perl's architecture name (`x86_64-linux-gnu-thread-multi`); Config loads only here. */
 const PERL_ARCHNAME = 'require Config; print $Config::Config{archname}';
 
+/** The system call numbers the chain's perl programs use, for one architecture. */
+export interface ArchSyscalls {
+  prctl: number;
+  /** unshare(2) and mount(2): the launcher makes the namespace itself (`NAMESPACE_LAUNCHER_SCRIPT`). */
+  unshare: number;
+  mount: number;
+}
+
 /**
- * prctl's system call number by architecture (perl's archname's first part; `ELF_ARCH` names the
- * same architectures by the ELF header's machine and class). From the kernel's tables: x86_64's
- * syscall_64.tbl, the generic scripts/syscall.tbl (aarch64, riscv64, loongarch64), i386's
- * syscall_32.tbl, arm's, s390's and powerpc's (big- and little-endian alike).
+ * The numbers by architecture (perl's archname's first part; `ELF_ARCH` names the same
+ * architectures by the ELF header's machine and class). From the kernel's tables: x86_64's
+ * syscall_64.tbl, the generic include/uapi/asm-generic/unistd.h (scripts/syscall.tbl: aarch64,
+ * riscv64, loongarch64), i386's syscall_32.tbl, arm's, s390's and powerpc's (big- and
+ * little-endian alike).
  */
-const PRCTL_SYSCALL: Readonly<Record<string, number>> = {
-  x86_64: 157,
-  aarch64: 167,
-  riscv64: 167,
-  loongarch64: 167,
-  i686: 172,
-  i386: 172,
-  arm: 172,
-  s390x: 172,
-  powerpc64: 171,
-  powerpc64le: 171,
-  ppc64: 171,
+const SYSCALLS: Readonly<Record<string, ArchSyscalls>> = {
+  x86_64: { prctl: 157, unshare: 272, mount: 165 },
+  aarch64: { prctl: 167, unshare: 97, mount: 40 },
+  riscv64: { prctl: 167, unshare: 97, mount: 40 },
+  loongarch64: { prctl: 167, unshare: 97, mount: 40 },
+  i686: { prctl: 172, unshare: 310, mount: 21 },
+  i386: { prctl: 172, unshare: 310, mount: 21 },
+  arm: { prctl: 172, unshare: 337, mount: 21 },
+  s390x: { prctl: 172, unshare: 303, mount: 21 },
+  powerpc64: { prctl: 171, unshare: 282, mount: 21 },
+  powerpc64le: { prctl: 171, unshare: 282, mount: 21 },
+  ppc64: { prctl: 171, unshare: 282, mount: 21 },
 };
 
 /** The prctl number for a perl `archname`, 0 for an architecture not in the table. */
 export function prctlSyscallFor(archname: string): number {
   const arch = /^([^-\s]+)/.exec(archname.trim())?.[1];
-  return arch !== undefined && Object.hasOwn(PRCTL_SYSCALL, arch) ? PRCTL_SYSCALL[arch]! : 0;
+  return arch !== undefined && Object.hasOwn(SYSCALLS, arch) ? SYSCALLS[arch]!.prctl : 0;
 }
 
 /**
  * The architecture of an ELF executable by its e_machine and class (`machine/bits`): only the
- * native ABIs, whose syscall numbers are PRCTL_SYSCALL's (x32, aarch64's ILP32, riscv32 and
+ * native ABIs, whose syscall numbers are SYSCALLS' (x32, aarch64's ILP32, riscv32 and
  * 31-bit s390 are not here: their numbers differ or are not in the table).
  */
 const ELF_ARCH: Readonly<Record<string, string>> = {
@@ -261,33 +285,49 @@ const ELF_ARCH: Readonly<Record<string, string>> = {
   '21/64': 'ppc64', // EM_PPC64
 };
 
-/** How many bytes of an ELF header `prctlSyscallForElf` reads (e_ident, e_type, e_machine). */
+/** How many bytes of an ELF header `syscallsForElf` reads (e_ident, e_type, e_machine). */
 export const ELF_HEADER_BYTES = 20;
 
 /**
- * prctl's number for the program whose file starts with `header`: an ELF executable of a
- * machine in ELF_ARCH (e_ident's class at byte 4, its byte order at 5, e_machine at 18-19),
- * else 0 (a script, such as a perl shim, or anything else: then the chain keeps setpriv).
+ * The system call numbers for the program whose file starts with `header`: an ELF executable of
+ * a machine in ELF_ARCH (e_ident's class at byte 4, its byte order at 5, e_machine at 18-19),
+ * else null (a script, such as a perl shim, or anything else: then the chain keeps setpriv).
  */
-export function prctlSyscallForElf(header: Uint8Array): number {
-  if (header.length < ELF_HEADER_BYTES || header[0] !== 0x7f || header[1] !== 0x45 || header[2] !== 0x4c || header[3] !== 0x46) return 0;
+export function syscallsForElf(header: Uint8Array): ArchSyscalls | null {
+  if (header.length < ELF_HEADER_BYTES || header[0] !== 0x7f || header[1] !== 0x45 || header[2] !== 0x4c || header[3] !== 0x46) return null;
   const bits = header[4] === 1 ? 32 : header[4] === 2 ? 64 : 0;
   const machine = header[5] === 1 ? header[18]! | (header[19]! << 8) : header[5] === 2 ? (header[18]! << 8) | header[19]! : -1;
   const arch = ELF_ARCH[`${machine}/${bits}`];
-  return arch === undefined ? 0 : PRCTL_SYSCALL[arch]!;
+  return arch === undefined ? null : SYSCALLS[arch]!;
+}
+
+/** prctl's number for the program whose file starts with `header` (`syscallsForElf`), else 0. */
+export function prctlSyscallForElf(header: Uint8Array): number {
+  return syscallsForElf(header)?.prctl ?? 0;
 }
 
 /**
- * prctl's number for the perl the chain execs, from its ELF header: no process is started, so
- * the first chain (the isolation probe) can already arm its own parent-death signal and drop
- * its capabilities in the init. 0 for a perl found by name only (the exec searches PATH), one
- * that cannot be read, or one `prctlSyscallForElf` does not know.
+ * The system call numbers for the perl the chain execs, from its ELF header: no process is
+ * started, so the first chain (the isolation probe) can already arm its own parent-death signal,
+ * make its namespace and drop its capabilities in the init. Null for a perl found by name only
+ * (the exec searches PATH), one that cannot be read, or one `syscallsForElf` does not know.
  */
-export function perlPrctlFromElf(tools: LaunchTools): number {
-  if (!isAbsolute(tools.perl)) return 0;
+export function perlSyscallsFromElf(tools: LaunchTools): ArchSyscalls | null {
+  if (!isAbsolute(tools.perl)) return null;
   // kit's bounded reader: a FIFO or device named perl is refused at once, never waited on.
   const head = readHead(tools.perl, { maxBytes: ELF_HEADER_BYTES });
-  return head.ok ? prctlSyscallForElf(head.bytes) : 0;
+  return head.ok ? syscallsForElf(head.bytes) : null;
+}
+
+/** prctl's number for the perl the chain execs (`perlSyscallsFromElf`), 0 where not known. */
+export function perlPrctlFromElf(tools: LaunchTools): number {
+  return perlSyscallsFromElf(tools)?.prctl ?? 0;
+}
+
+/** unshare(2)'s and mount(2)'s numbers for the perl the chain execs (`perlSyscallsFromElf`), null where not known. */
+export function perlNamespaceFromElf(tools: LaunchTools): NamespaceSyscalls | null {
+  const numbers = perlSyscallsFromElf(tools);
+  return numbers === null ? null : { unshare: numbers.unshare, mount: numbers.mount };
 }
 
 /** An unshare spelling or DROP_CAPABILITIES as exec'd: its program (the first word) located. */
@@ -298,7 +338,7 @@ function located(words: readonly string[], program: string): string[] {
 /**
  * Perl that takes the exclusive, non-blocking lock on `$lockdir` for the worker tree (the
  * keeper's launcher, or the namespace's init), reporting `lock-error`, `busy` or `locked` on
- * `$status`. Uses `cloexec` (each script defines it) and no module.
+ * `$status`. Uses `cloexec` (CLOEXEC_SUB, in each script) and no module.
  */
 const TAKE_DIRECTORY_LOCK = `my ($dir, $lock);
 unless (opendir($dir, $lockdir) && open($lock, '<&=', fileno($dir))) { print $status "lock-error $!\\n"; exit 122; }
@@ -306,6 +346,42 @@ unless (flock($lock, 2 | 4)) { print $status "busy\\n"; exit 123; }
 # Every process of the worker tree inherits the lock: it is free again only when all are gone.
 cloexec($lock, 0);
 print $status "locked\\n";
+`;
+
+/** Perl: `cloexec($fh, $on)` sets or clears a handle's close-on-exec flag (F_GETFD 1, F_SETFD 2, FD_CLOEXEC 1 on every Linux). */
+const CLOEXEC_SUB = `sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, 1, 0); fcntl($fh, 2, $on ? ($f | 1) : ($f & ~1)); }
+`;
+
+/**
+ * How both launchers start (LAUNCHER_SCRIPT, NAMESPACE_LAUNCHER_SCRIPT): the launcher's argv up
+ * to the wrapper's words (`@wrap`), the parent-death signal armed and read back, the status pipe
+ * opened, the dispatcher checked to be its parent still.
+ */
+const LAUNCHER_START = `
+# No pragma or module is loaded (each is a file perl reads and compiles at every start, about a
+# millisecond of CPU or more; even naming %! loads Errno): these numbers are the same on every
+# Linux architecture (F_GETFD 1, F_SETFD 2, FD_CLOEXEC 1; LOCK_EX 2, LOCK_NB 4; EINTR 4;
+# PR_SET_PDEATHSIG 1, PR_GET_PDEATHSIG 2, PR_SET_CHILD_SUBREAPER 36), and opendir opens the directory as O_DIRECTORY
+# does (anything else is refused at once, a FIFO is never waited on).
+my ($dispatcher, $lockdir, $prctl, $pdeath, $n) = splice(@ARGV, 0, 5);
+# Without a setpriv that arms it, the parent-death signal is armed here, first: PR_SET_PDEATHSIG
+# (the number added to 0, or perl would pass the string's address). It survives the exec of
+# unshare (not setuid) as setpriv's does, and is cleared in every child we fork.
+syscall($prctl, 1, $pdeath + 0, 0, 0, 0) if $pdeath > 0 && $prctl > 0;
+open(my $status, '>&=', 3) or exit 120;
+{ my $old = select($status); $| = 1; select($old); }
+${CLOEXEC_SUB}if ($pdeath > 0 && $prctl > 0) {
+  # Read back (PR_GET_PDEATHSIG, into an int): the record says the chain is bound only if the
+  # kernel says so; a wrong number or a filter that refused the call leaves 0, and nothing starts.
+  my $got = pack('i', 0);
+  syscall($prctl, 2, $got, 0, 0, 0);
+  my $armed = unpack('i', $got);
+  if ($armed != $pdeath) { print $status "refused parent-death signal reads back as $armed, not $pdeath\\n"; exit 125; }
+}
+my @wrap = splice(@ARGV, 0, $n);
+# The parent-death signal is armed by now; a dispatcher that died earlier (before setpriv or
+# the prctl above armed it) is no longer our parent, and then nothing may start.
+exit 121 if getppid() != $dispatcher;
 `;
 
 /**
@@ -323,33 +399,7 @@ print $status "locked\\n";
  * and when the dispatcher dies (its parent-death signal, SIGTERM, arrives with a changed
  * parent). It reports `started <agy pid>`, then `exit N` or `signal N`.
  */
-export const LAUNCHER_SCRIPT = `
-# No pragma or module is loaded (each is a file perl reads and compiles at every start, about a
-# millisecond of CPU or more; even naming %! loads Errno): these numbers are the same on every
-# Linux architecture (F_GETFD 1, F_SETFD 2, FD_CLOEXEC 1; LOCK_EX 2, LOCK_NB 4; EINTR 4;
-# PR_SET_PDEATHSIG 1, PR_GET_PDEATHSIG 2, PR_SET_CHILD_SUBREAPER 36), and opendir opens the directory as O_DIRECTORY
-# does (anything else is refused at once, a FIFO is never waited on).
-my ($dispatcher, $lockdir, $prctl, $pdeath, $n) = splice(@ARGV, 0, 5);
-# Without a setpriv that arms it, the parent-death signal is armed here, first: PR_SET_PDEATHSIG
-# (the number added to 0, or perl would pass the string's address). It survives the exec of
-# unshare (not setuid) as setpriv's does, and is cleared in every child we fork.
-syscall($prctl, 1, $pdeath + 0, 0, 0, 0) if $pdeath > 0 && $prctl > 0;
-open(my $status, '>&=', 3) or exit 120;
-{ my $old = select($status); $| = 1; select($old); }
-sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, 1, 0); fcntl($fh, 2, $on ? ($f | 1) : ($f & ~1)); }
-if ($pdeath > 0 && $prctl > 0) {
-  # Read back (PR_GET_PDEATHSIG, into an int): the record says the chain is bound only if the
-  # kernel says so; a wrong number or a filter that refused the call leaves 0, and nothing starts.
-  my $got = pack('i', 0);
-  syscall($prctl, 2, $got, 0, 0, 0);
-  my $armed = unpack('i', $got);
-  if ($armed != $pdeath) { print $status "refused parent-death signal reads back as $armed, not $pdeath\\n"; exit 125; }
-}
-my @wrap = splice(@ARGV, 0, $n);
-# The parent-death signal is armed by now; a dispatcher that died earlier (before setpriv or
-# the prctl above armed it) is no longer our parent, and then nothing may start.
-exit 121 if getppid() != $dispatcher;
-if (@wrap) {
+export const LAUNCHER_SCRIPT = `${LAUNCHER_START}if (@wrap) {
   # The namespace's init takes the directory lock once it knows the directory (INIT).
   # unshare (the namespace's parent) must not die of a SIGHUP meant for agy; INIT restores it.
   $SIG{HUP} = 'IGNORE';
@@ -426,28 +476,12 @@ exit 0;
 `;
 
 /**
- * PID 1 of the worker's namespace. It ignores signals it has no handler for (the kernel's rule
- * for an init), so agy runs as its child, where signals act as usual. argv: prctl's number when
- * it drops the capabilities itself (0: setpriv dropped them). Status lines on fd 3: `refused
- * <why>` (a capability could survive the worker's exec: exit 126), `ready` (then it waits for
- * `initHeader` on stdin), `busy`, `lock-error <why>`, `locked`, `started`, `exec-failed <why>`,
- * then `exit N` or `signal N`.
- *
- * Dropping them itself, the init keeps its own permitted set (root's, as root without a user
- * namespace; none for a user's uid): only its exec would empty it, and capset's number differs by
- * architecture. It runs nothing but this script after the drop, and every exec from it, agy's
- * first, starts with none. The kernel also refuses a process holding fewer capabilities access
- * to its /proc entries (the ptrace rule), so agy cannot read the init's environ or open its fds
- * (under setpriv's drop, with nothing held on either side, it can).
+ * What the init does (INIT_SCRIPT, and the namespace launcher's child, NAMESPACE_LAUNCHER_SCRIPT),
+ * given `$prctl` (prctl's number, 0: setpriv dropped the capabilities), `$status` (fd 3),
+ * `$lockdir` (set from the header) and `cloexec`: drop the capabilities and check /proc/self/status, say `ready`, read the worker's
+ * directory and command, take the lock, start agy and report its exit.
  */
-export const INIT_SCRIPT = `
-# No pragma or module (see the launcher): F_GETFD 1, F_SETFD 2 and FD_CLOEXEC 1 on every Linux;
-# LOCK_EX 2, LOCK_NB 4; PR_CAPBSET_DROP 24, PR_SET_NO_NEW_PRIVS 38, PR_CAP_AMBIENT 47 with
-# PR_CAP_AMBIENT_CLEAR_ALL 4.
-my $prctl = (shift(@ARGV) || 0) + 0;
-open(my $status, '>&=', 3) or exit 120;
-{ my $old = select($status); $| = 1; select($old); }
-# unshare has mounted our /proc: from here on no capability may reach the worker, or with
+const INIT_BODY = `# unshare (or the namespace launcher) has mounted our /proc: from here on no capability may reach the worker, or with
 # CAP_SYS_ADMIN it could unmount that /proc and see the host's processes. Every capability leaves
 # the bounding set (EINVAL past the last one the kernel knows; EPERM without CAP_SETPCAP, as for
 # a user's uid in its own user namespace, which holds none: see below), the ambient set is
@@ -472,7 +506,6 @@ my @kept = grep { !$empty->($_) } ('CapInh', 'CapAmb');
 push @kept, 'CapBnd' unless $empty->('CapBnd') || (!$root && $empty->('CapPrm'));
 push @kept, 'NoNewPrivs' unless defined $cap{NoNewPrivs} && $cap{NoNewPrivs} eq '1';
 if (@kept) { print $status "refused capabilities kept: ", join(', ', map { "$_ " . (defined $cap{$_} ? $cap{$_} : 'unknown') } @kept), "\\n"; exit 126; }
-sub cloexec { my ($fh, $on) = @_; my $f = fcntl($fh, 1, 0); fcntl($fh, 2, $on ? ($f | 1) : ($f & ~1)); }
 $SIG{HUP} = 'DEFAULT';
 $SIG{PIPE} = 'IGNORE';
 # The namespace is made and no capability is left: the chain can run a worker (the isolation
@@ -485,7 +518,8 @@ while (1) { exit 0 unless sysread(STDIN, $c, 1); last if $c eq "\\n"; $len .= $c
 exit 124 unless $len =~ /^\\d+$/;
 my $head = '';
 while (length($head) < $len) { exit 0 unless sysread(STDIN, $head, $len - length($head), length($head)); }
-my ($lockdir, @cmd) = split(/\\0/, $head, -1);
+my @cmd = split(/\\0/, $head, -1);
+$lockdir = shift(@cmd);
 exit 124 unless @cmd;
 ${TAKE_DIRECTORY_LOCK}unless (chdir($lockdir)) { print $status "exec-failed chdir $lockdir: $!\\n"; exit 127; }
 pipe(my $er, my $ew) or do { print $status "exec-failed pipe: $!\\n"; exit 127; };
@@ -509,6 +543,98 @@ while (1) { my $w = waitpid(-1, 0); if ($w == $pid) { $st = $?; last; } last if 
 if ($st & 127) { print $status "signal ", ($st & 127), "\\n"; } else { print $status "exit ", ($st >> 8), "\\n"; }
 exit 0;
 `;
+
+/**
+ * PID 1 of the worker's namespace. It ignores signals it has no handler for (the kernel's rule
+ * for an init), so agy runs as its child, where signals act as usual. argv: prctl's number when
+ * it drops the capabilities itself (0: setpriv dropped them). Status lines on fd 3: `refused
+ * <why>` (a capability could survive the worker's exec: exit 126), `ready` (then it waits for
+ * `initHeader` on stdin), `busy`, `lock-error <why>`, `locked`, `started`, `exec-failed <why>`,
+ * then `exit N` or `signal N`.
+ *
+ * Dropping them itself, the init keeps its own permitted set (root's, as root without a user
+ * namespace; none for a user's uid exec'd by unshare; all of its user namespace's where the
+ * launcher made that namespace and forked it, which lets it empty the bounding set too): only
+ * its exec would empty it, and capset's number differs by architecture. It runs nothing but this script after the drop, and every exec from it, agy's
+ * first, starts with none. The kernel also refuses a process holding fewer capabilities access
+ * to its /proc entries (the ptrace rule), so agy cannot read the init's environ or open its fds
+ * (under setpriv's drop, with nothing held on either side, it can).
+ */
+export const INIT_SCRIPT = `
+# No pragma or module (see the launcher): F_GETFD 1, F_SETFD 2 and FD_CLOEXEC 1 on every Linux;
+# LOCK_EX 2, LOCK_NB 4; PR_CAPBSET_DROP 24, PR_SET_NO_NEW_PRIVS 38, PR_CAP_AMBIENT 47 with
+# PR_CAP_AMBIENT_CLEAR_ALL 4.
+my ($prctl, $lockdir) = ((shift(@ARGV) || 0) + 0, '');
+open(my $status, '>&=', 3) or exit 120;
+{ my $old = select($status); $| = 1; select($old); }
+${CLOEXEC_SUB}${INIT_BODY}`;
+
+/**
+ * The usual isolated chain as one perl process (a plan's `byLauncher`): the launcher's start
+ * (LAUNCHER_START), then what `unshare --pid --fork --mount-proc --kill-child` does (with
+ * `--user --map-current-user` for a user), by system call, then the init (INIT_BODY) in the
+ * forked child, without an exec. argv: the launcher's (no directory, N 0), then unshare(2)'s and
+ * mount(2)'s numbers and 1 for a user namespace (else 0). Each step is checked; a failed one is
+ * `refused namespace: <step>: <error>` on fd 3 and exit 119, before `ready`, with nothing
+ * started (for the first chain that is the probe's no: the plan falls back to the unshare
+ * program's chain). The parent then stays as unshare's did: it ignores SIGINT, SIGTERM and
+ * SIGHUP (signals for agy reach the whole group), waits for the init and ends as it did (its
+ * exit code, or killed by its signal). Its child is PID 1 of the new namespace, under the
+ * parent-death signal SIGKILL (read back; `--kill-child`), with a /proc of its own.
+ */
+export const NAMESPACE_LAUNCHER_SCRIPT = `${LAUNCHER_START}
+# CLONE_NEWNS 0x20000, CLONE_NEWUSER 0x10000000, CLONE_NEWPID 0x20000000; MS_NOSUID 2, MS_NODEV 4,
+# MS_NOEXEC 8, MS_REC 0x4000, MS_PRIVATE 0x40000; O_WRONLY 1; SIGKILL 9: the same on every Linux.
+my ($unshare, $mount, $user) = map { $_ + 0 } splice(@ARGV, 0, 3);
+sub refuse { print $status "refused namespace: $_[0]\\n"; exit 119; }
+# The ids to map, read first: in a user namespace without its maps they read as the overflow id.
+my ($uid, $gid) = ($> + 0, (split(/ /, $)))[0] + 0);
+syscall($unshare, 0x20000 | 0x20000000 | ($user ? 0x10000000 : 0)) == 0 or refuse("unshare: $!");
+if ($user) {
+  # --map-current-user: the uid and gid stay ours inside (a user's gid_map needs setgroups denied).
+  for my $map (['uid_map', "$uid $uid 1"], ['setgroups', 'deny'], ['gid_map', "$gid $gid 1"]) {
+    my ($file, $line) = @$map;
+    my $fh;
+    (sysopen($fh, "/proc/self/$file", 1) && (syswrite($fh, $line) || 0) == length($line) && close($fh)) or refuse("/proc/self/$file: $!");
+  }
+}
+# The init's parent is outside its namespace, where getppid() reads 0: it sees the parent gone
+# by this pipe instead, whose other end only the parent holds.
+pipe(my $alive, my $parent) or refuse("pipe: $!");
+$SIG{$_} = 'IGNORE' for qw(INT TERM HUP);
+my $init = fork();
+defined $init or refuse("fork: $!");
+if ($init > 0) {
+  close($alive);
+  waitpid($init, 0);
+  my $st = $?;
+  exit($st >> 8) unless $st & 127;
+  # Killed by a signal: so is the parent, as unshare ends.
+  $SIG{$_} = 'DEFAULT' for qw(INT TERM HUP);
+  kill($st & 127, $$);
+  exit 1;
+}
+close($parent);
+# --kill-child: the kernel kills the init when the parent dies (read back), and a parent that
+# died before that has closed its end of the pipe.
+syscall($prctl, 1, 9, 0, 0, 0);
+my $killed = pack('i', 0);
+syscall($prctl, 2, $killed, 0, 0, 0);
+unpack('i', $killed) == 9 or refuse("parent-death signal reads back as " . unpack('i', $killed) . ", not 9");
+my $gone = '';
+vec($gone, fileno($alive), 1) = 1;
+my $readable = select($gone, undef, undef, 0);
+$readable >= 0 or refuse("select: $!");
+exit 121 if $readable > 0;
+close($alive);
+# --mount-proc: no mount of ours propagates to the host's, then a /proc of this namespace (the
+# strings in variables: syscall wants buffers it may write to, not constants).
+my ($none, $slash, $proc, $procdir) = ('none', '/', 'proc', '/proc');
+syscall($mount, $none, $slash, 0, 0x4000 | 0x40000, 0) == 0 or refuse("mount / private: $!");
+syscall($mount, $proc, $procdir, $proc, 2 | 4 | 8, 0) == 0 or refuse("mount /proc: $!");
+(readlink('/proc/self') || '') eq '1' or refuse('/proc/self is not PID 1 of the namespace');
+$SIG{$_} = 'DEFAULT' for qw(INT TERM);
+${INIT_BODY}`;
 
 /**
  * What the init reads on stdin before it starts agy: the byte count, a newline, then the
@@ -621,12 +747,21 @@ function* planSteps(
   isRoot: boolean,
   tools: LaunchTools,
   elfPrctl: number,
+  elfNamespace: NamespaceSyscalls | null,
 ): Generator<ProbeStep, LaunchPlan, ProbeResult> {
   const perl = [tools.perl, '-e', 'exit 0'];
   const drop = located(DROP_CAPABILITIES, tools.setpriv);
   const candidates = unshareCandidates(isRoot);
   if (platform === 'linux' && setting !== 'off') {
     const first = candidates[0]!;
+    // One perl process makes the namespace itself where the ELF header also gave unshare(2)'s
+    // and mount(2)'s numbers, and where the unshare program that stands in for it is on PATH
+    // (its chain is the fallback): a step it sees fail refuses (the chain ends before `ready`),
+    // and the unshare program's chain below is tried.
+    if (elfPrctl > 0 && elfNamespace !== null && isAbsolute(tools.unshare)) {
+      const own: LaunchPlan = { isolation: { kind: 'pid', unshare: first, initDrops: true, byLauncher: elfNamespace }, parentDeath: false, launcher: true, tools, prctlSyscall: elfPrctl };
+      if ((yield { argv: standaloneChain(own), chain: own }).ok) return own;
+    }
     if (elfPrctl > 0) {
       // No setpriv: the launcher arms its own parent-death signal and reads it back, the init
       // drops the capabilities and reads /proc/self/status; either refuses (the chain ends
@@ -668,8 +803,9 @@ export function planLaunch(
   run: ProbeRun = runProbe,
   tools: LaunchTools = BARE_TOOLS,
   elfPrctl: number = perlPrctlFromElf(tools),
+  elfNamespace: NamespaceSyscalls | null = perlNamespaceFromElf(tools),
 ): LaunchPlan {
-  const steps = planSteps(setting, platform, isRoot, tools, elfPrctl);
+  const steps = planSteps(setting, platform, isRoot, tools, elfPrctl, elfNamespace);
   let step = steps.next();
   while (!step.done) step = steps.next(run(step.value.argv));
   return step.value;
@@ -687,8 +823,9 @@ export async function planLaunchAsync(
   tools: LaunchTools = BARE_TOOLS,
   chainProbe?: ChainProbe,
   elfPrctl: number = perlPrctlFromElf(tools),
+  elfNamespace: NamespaceSyscalls | null = perlNamespaceFromElf(tools),
 ): Promise<LaunchPlan> {
-  const steps = planSteps(setting, platform, isRoot, tools, elfPrctl);
+  const steps = planSteps(setting, platform, isRoot, tools, elfPrctl, elfNamespace);
   let step = steps.next();
   while (!step.done) {
     const { argv, chain } = step.value;
@@ -726,11 +863,19 @@ export function cachedLaunchPlan(
   return plan;
 }
 
+/**
+ * What made the namespace, for the record: the unshare program's command line, or, where the
+ * launcher made it itself, `perl unshare(2)` and the options whose work it did.
+ */
+function mechanism(isolation: { unshare: string[]; byLauncher?: NamespaceSyscalls }): string {
+  return isolation.byLauncher === undefined ? isolation.unshare.join(' ') : `perl unshare(2) ${isolation.unshare.slice(1).join(' ')}`;
+}
+
 /** The state file `isolation`: what the worker was started with, and why not isolated. */
 export function isolationRecord(plan: LaunchPlan): string {
   const lines =
     plan.isolation.kind === 'pid'
-      ? ['isolation: pid', `mechanism: ${plan.isolation.unshare.join(' ')}`, 'capabilities: none']
+      ? ['isolation: pid', `mechanism: ${mechanism(plan.isolation)}`, 'capabilities: none']
       : ['isolation: none', `reason: ${plan.isolation.reason}`];
   const death = parentDeathOf(plan);
   lines.push(`parent-death: ${death === null ? 'none' : death.by === 'setpriv' ? `setpriv --pdeathsig ${death.signal}` : `prctl PR_SET_PDEATHSIG ${death.signal}`}`);
@@ -755,10 +900,10 @@ export function parksAtInit(plan: LaunchPlan): boolean {
  * The launcher's command line with its arguments up to the wrapper's length: prctl's number and
  * the parent-death signal it arms itself (0 when setpriv does, or nothing can).
  */
-function launcherArgv(plan: LaunchPlan, tools: LaunchTools, dispatcherPid: number, lockDir: string): string[] {
+function launcherArgv(plan: LaunchPlan, tools: LaunchTools, dispatcherPid: number, lockDir: string, script = LAUNCHER_SCRIPT): string[] {
   const death = parentDeathOf(plan);
   const pdeath = death?.by === 'prctl' ? osConstants.signals[`SIG${death.signal}`] : 0;
-  return [tools.perl, '-e', LAUNCHER_SCRIPT, '--', String(dispatcherPid), lockDir, String(plan.prctlSyscall ?? 0), String(pdeath)];
+  return [tools.perl, '-e', script, '--', String(dispatcherPid), lockDir, String(plan.prctlSyscall ?? 0), String(pdeath)];
 }
 
 /** `launcher` under setpriv's parent-death signal when the plan has it (else the launcher arms its own, or none). */
@@ -774,6 +919,13 @@ function boundToDispatcher(plan: LaunchPlan, launcher: string[], tools: LaunchTo
 export function isolatedChainArgv(plan: LaunchPlan, dispatcherPid: number): string[] {
   if (!parksAtInit(plan) || plan.isolation.kind !== 'pid') throw new Error('isolatedChainArgv: the plan has no isolated chain');
   const tools = plan.tools ?? BARE_TOOLS;
+  const own = plan.isolation.byLauncher;
+  if (own !== undefined) {
+    // One perl process: the launcher makes the namespace and its child is the init (no wrapper: N is 0).
+    const user = plan.isolation.unshare.includes('--user') ? '1' : '0';
+    const launcher = [...launcherArgv(plan, tools, dispatcherPid, '', NAMESPACE_LAUNCHER_SCRIPT), '0', String(own.unshare), String(own.mount), user];
+    return boundToDispatcher(plan, launcher, tools);
+  }
   // The init's argument: prctl's number when it drops the capabilities itself (0: setpriv did).
   const drops = plan.isolation.initDrops === true;
   const dropLink = drops ? [] : located(DROP_CAPABILITIES, tools.setpriv);

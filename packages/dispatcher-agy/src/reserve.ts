@@ -1,7 +1,8 @@
 /**
  * Isolated chains parked ahead of the units that will take them, for a host that runs unit after
  * unit in one process (a batch's supervisor; README, "Running units in-process"). A unit's own
- * chain (perl launcher, unshare, perl init: three execs; five with setpriv's links, isolation.ts) otherwise starts when the unit
+ * chain (one perl process, the launcher, which makes the namespace and forks the init; the unshare
+ * program's three execs or setpriv's five where the plan falls back to them, isolation.ts) otherwise starts when the unit
  * does, on the path from one unit's end to the next one's worker; a spare parked while a unit
  * runs is ready when the next one comes. A spare is an ordinary parked chain: under the same
  * parent-death signal and PID namespace as every chain, killed when no unit takes it. Plain

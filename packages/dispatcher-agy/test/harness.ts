@@ -57,6 +57,8 @@ export interface RunOptions {
   /** Called once the child is started (signal tests). */
   onSpawn?: (pid: number) => void;
   timeoutMs?: number;
+  /** A command that execs the dispatcher (its words, then node's argv follow): the same pid. */
+  wrap?: readonly string[];
 }
 
 export class Root {
@@ -124,7 +126,7 @@ export class Root {
     const argv = [BIN, '--prompt-file', this.prompt, '--result-file', options.resultPath ?? this.result, '--unit-id', 'unit_a'];
     if (mode !== null) argv.push('--mode', mode);
     argv.push(...(options.args ?? []));
-    return runNode(argv, { env, cwd: this.dir, ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}), timeoutMs: options.timeoutMs ?? 30_000 });
+    return runNode(argv, { env, cwd: this.dir, ...(options.onSpawn ? { onSpawn: options.onSpawn } : {}), ...(options.wrap ? { wrap: options.wrap } : {}), timeoutMs: options.timeoutMs ?? 30_000 });
   }
 
   calls(): FakeCall[] {
@@ -171,10 +173,11 @@ export function snapshot(gemini: number, second: number): unknown {
 
 export function runNode(
   argv: string[],
-  options: { env: Record<string, string>; cwd: string; onSpawn?: (pid: number) => void; timeoutMs: number; input?: string },
+  options: { env: Record<string, string>; cwd: string; onSpawn?: (pid: number) => void; timeoutMs: number; input?: string; wrap?: readonly string[] },
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, argv, { env: options.env, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const [file, ...args] = [...(options.wrap ?? []), process.execPath, ...argv];
+    const child = spawn(file!, args, { env: options.env, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (chunk: Buffer) => out.push(chunk));

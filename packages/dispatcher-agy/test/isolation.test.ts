@@ -12,8 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
 import { fallbackReason, parseResultSummary } from '@prun/unit-state';
 import { busyRefusalDir, isBusyRefusal } from '../src/index.js';
-import { planLaunch } from '../src/isolation.js';
-import { FAKE_AGY, PACKAGE_DIR, type RunResult, agyWithStep, readState, rootPool, waitFor } from './harness.js';
+import { perlNamespaceFromElf, planLaunch, resolveLaunchTools } from '../src/isolation.js';
+import { FAKE_AGY, PACKAGE_DIR, type RunOptions, type RunResult, agyWithStep, readState, rootPool, waitFor } from './harness.js';
+import { noRefusal, refusingUnshare } from './refuse-syscall.js';
 
 const pool = rootPool();
 afterAll(() => pool.cleanup());
@@ -85,7 +86,9 @@ describe.concurrent('a hostile worker', () => {
     // The dispatcher's pid, read from the state directory, names no process the worker can signal.
     expect(report.kills[String(dispatcherPid)]).toBe('error: ESRCH');
     if (!taken) expect(report.inspector).not.toBe('connected');
-    expect(readState(run.stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare .*--pid --fork --mount-proc --kill-child\ncapabilities: none\n/);
+    expect(readState(run.stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: (perl unshare\(2\)|unshare) .*--pid --fork --mount-proc --kill-child\ncapabilities: none\n/);
+    // The launcher made the namespace itself where perl's ELF header gave the numbers (the record says which).
+    if (perlNamespaceFromElf(resolveLaunchTools({ PATH: process.env.PATH ?? '/usr/bin:/bin' })) !== null) expect(readState(run.stateDir, 'isolation')).toMatch(/\nmechanism: perl unshare\(2\) /);
   });
 
   // review12: as root the worker once kept CAP_SYS_ADMIN, and a shell worker that unmounted
@@ -195,18 +198,31 @@ describe.concurrent('a hostile worker', () => {
   });
 });
 
-/** A PATH whose `unshare` always fails as a kernel without user namespaces makes it fail. */
-function pathWithoutNamespaces(dir: string): string {
+/**
+ * A machine whose kernel makes no namespace: unshare(2) refused by a seccomp filter (for the
+ * launcher's own call and the unshare program's alike), or, where no filter can be installed, a
+ * PATH whose `unshare` fails as such a kernel makes it fail, with a perl shim (no ELF file:
+ * the plan offers only the unshare program's chains).
+ */
+function withoutNamespaces(dir: string): { wrap?: readonly string[]; path?: string } {
+  if (noRefusal === null && refusingUnshare !== null) return { wrap: refusingUnshare };
   const bin = join(dir, 'no-userns-bin');
   mkdirSync(bin, { recursive: true });
   writeFileSync(join(bin, 'unshare'), '#!/bin/sh\necho "unshare: unshare failed: Operation not permitted" >&2\nexit 1\n', { mode: 0o755 });
-  return `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}`;
+  writeFileSync(join(bin, 'perl'), `#!/bin/sh\nexec "${resolveLaunchTools({ PATH: process.env.PATH ?? '/usr/bin:/bin' }).perl}" "$@"\n`, { mode: 0o755 });
+  return { path: `${bin}:${process.env.PATH ?? '/usr/bin:/bin'}` };
+}
+
+/** `root.run`'s options for a dispatch on such a machine. */
+function runWithoutNamespaces(dir: string, isolate: string | undefined): RunOptions {
+  const { wrap, path } = withoutNamespaces(dir);
+  return { env: { PRUN_ISOLATE: isolate, ...(path === undefined ? {} : { PATH: path }) }, ...(wrap === undefined ? {} : { wrap }) };
 }
 
 describe.concurrent('PRUN_ISOLATE', () => {
   test('where no PID namespace can be made, the worker still runs and the state says isolation: none with the reason', async () => {
     const root = pool.root();
-    const run = await root.run({ env: { PRUN_ISOLATE: undefined, PATH: pathWithoutNamespaces(root.dir) } });
+    const run = await root.run(runWithoutNamespaces(root.dir, undefined));
     expect(run.code).toBe(0);
     expect(root.workerCalls()).toHaveLength(1);
     expect(readState(run.stateDir, 'isolation')).toMatch(
@@ -216,7 +232,7 @@ describe.concurrent('PRUN_ISOLATE', () => {
 
   test('=pid refuses with exit 2 before anything is created when no PID namespace can be made', async () => {
     const root = pool.root();
-    const run = await root.run({ env: { PRUN_ISOLATE: 'pid', PATH: pathWithoutNamespaces(root.dir) } });
+    const run = await root.run(runWithoutNamespaces(root.dir, 'pid'));
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
     expect(run.stderr).toBe(

@@ -15,6 +15,7 @@ import {
   HELPER_SCRIPT,
   INIT_SCRIPT,
   LAUNCHER_SCRIPT,
+  NAMESPACE_LAUNCHER_SCRIPT,
   helperArgv,
   helperLaunch,
   initHeader,
@@ -22,6 +23,7 @@ import {
   isolationRecord,
   launchArgv,
   parentDeathOf,
+  perlNamespaceFromElf,
   perlPrctlFromElf,
   planLaunch,
   prctlSyscallFor,
@@ -199,6 +201,25 @@ describe('launchArgv', () => {
     expect(isolationRecord(oldSetpriv)).toBe(
       'isolation: pid\nmechanism: unshare --pid --fork --mount-proc --kill-child\ncapabilities: none\nparent-death: prctl PR_SET_PDEATHSIG KILL\ndirectory-lock: flock\n',
     );
+  });
+
+  test('a launcher that makes the namespace itself is the whole chain up to agy: one perl, no unshare; the record says so', () => {
+    const own: LaunchPlan = {
+      isolation: { kind: 'pid', unshare: ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child'], initDrops: true, byLauncher: { unshare: 272, mount: 165 } },
+      parentDeath: false,
+      launcher: true,
+      tools: located,
+      prctlSyscall: 157,
+    };
+    // The launcher's words (no directory, SIGKILL armed by prctl, N 0), then unshare(2)'s and mount(2)'s numbers, no user namespace.
+    expect(isolatedChainArgv(own, 4242)).toEqual(['/opt/p/perl', '-e', NAMESPACE_LAUNCHER_SCRIPT, '--', '4242', '', '157', '9', '0', '272', '165', '0']);
+    expect(launchArgv(own, input)).toEqual(isolatedChainArgv(own, 4242));
+    expect(isolationRecord(own)).toBe(
+      'isolation: pid\nmechanism: perl unshare(2) --pid --fork --mount-proc --kill-child\ncapabilities: none\nparent-death: prctl PR_SET_PDEATHSIG KILL\ndirectory-lock: flock\n',
+    );
+    const user: LaunchPlan = { ...own, isolation: { kind: 'pid', unshare: ['unshare', '--user', '--map-current-user', '--pid', '--fork', '--mount-proc', '--kill-child'], initDrops: true, byLauncher: { unshare: 272, mount: 165 } } };
+    expect(isolatedChainArgv(user, 4242).slice(-3)).toEqual(['272', '165', '1']);
+    expect(isolationRecord(user)).toMatch(/^isolation: pid\nmechanism: perl unshare\(2\) --user --map-current-user --pid --fork --mount-proc --kill-child\ncapabilities: none\n/);
   });
 
   test("an architecture whose prctl number is not known, or no perl, keeps the honest 'parent-death: none'", () => {
@@ -386,15 +407,25 @@ describe('a dispatch', () => {
         15_000,
         'worker started',
       );
-      // The chain's leader is unshare by now (the launcher exec'd into it); where this perl's
-      // ELF header gives prctl's number, the init follows it directly (no setpriv link).
-      const leader = Number(readState(stateDir, 'worker-pid-unverified'));
-      const argv = readFileSync(`/proc/${leader}/cmdline`, 'utf8').split('\0');
-      expect(argv[0]).toBe(tools.unshare);
-      expect(argv.slice(argv.indexOf('--') + 1, argv.indexOf('--') + 2)).toEqual([perlPrctlFromElf(tools) > 0 ? tools.perl : tools.setpriv]);
-      expect(argv).toContain(tools.perl);
-      expect(readState(stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare --/);
-      process.kill(dispatcher, 'SIGTERM');
+      try {
+        const leader = Number(readState(stateDir, 'worker-pid-unverified'));
+        const argv = readFileSync(`/proc/${leader}/cmdline`, 'utf8').split('\0');
+        if (perlPrctlFromElf(tools) > 0 && perlNamespaceFromElf(tools) !== null) {
+          // The chain's leader is the launcher, which made the namespace itself (no unshare exec'd).
+          expect(argv.slice(0, 3)).toEqual([tools.perl, '-e', NAMESPACE_LAUNCHER_SCRIPT]);
+          expect(readState(stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: perl unshare\(2\) --/);
+        } else {
+          // The chain's leader is unshare by now (the launcher exec'd into it); where this perl's
+          // ELF header gives prctl's number, the init follows it directly (no setpriv link).
+          expect(argv[0]).toBe(tools.unshare);
+          expect(argv.slice(argv.indexOf('--') + 1, argv.indexOf('--') + 2)).toEqual([perlPrctlFromElf(tools) > 0 ? tools.perl : tools.setpriv]);
+          expect(argv).toContain(tools.perl);
+          expect(readState(stateDir, 'isolation')).toMatch(/^isolation: pid\nmechanism: unshare --/);
+        }
+      } finally {
+        // A failed check must not leave the hanging dispatcher (and its chain) behind.
+        process.kill(dispatcher, 'SIGTERM');
+      }
       const run = await running;
       expect(run.stateDir).toBe(stateDir);
     },

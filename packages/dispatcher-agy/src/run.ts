@@ -445,14 +445,30 @@ async function dispatchSteps(run: Dispatch, argv: readonly string[]): Promise<nu
   run.unit = unit;
   run.phase = 'prelaunch';
   // A dispatcher killed mid-publication leaves its temp file beside the result; the next
-  // dispatch into the same directory removes it (never a live writer's).
-  removeStaleTemps(dirname(config.resultPath), { tag: PUBLISH_TAG });
+  // dispatch into the same directory removes it (never a live writer's): once per process.
+  sweepResultDir(dirname(config.resultPath));
   io.stdout(formatStateDirLine(unit.stateDir));
 
   const model = await routeAndPreflight(run, config);
   // A signal before the launch has already published the FALLBACK and decided the exit code.
   if (run.stoppedWith !== null) return run.stoppedWith;
   return launchAndPublish(run, model);
+}
+
+/**
+ * The result directories this process has swept for the publication temps of killed
+ * dispatchers. A temp beside a result is a dead writer's, and a unit of this process cannot leave
+ * one without this process dying with it: one sweep per directory per process removes all there
+ * is, and a host running unit after unit into one directory (a batch's supervisor, its
+ * `results/`) does not list the growing directory again for each. A temp of another process
+ * that dies later is removed by the next process's first unit there.
+ */
+const sweptResultDirs = new Set<string>();
+
+function sweepResultDir(dir: string): void {
+  if (sweptResultDirs.has(dir)) return;
+  sweptResultDirs.add(dir);
+  removeStaleTemps(dir, { tag: PUBLISH_TAG });
 }
 
 /**

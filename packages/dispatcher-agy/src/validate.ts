@@ -69,7 +69,8 @@ function joinRealpath(start: string, rest: string, seen: Map<string, string | nu
     const next = path === '/' ? `/${name}` : `${path}/${name}`;
     let isLink = false;
     try {
-      isLink = lstatSync(next).isSymbolicLink();
+      // A missing name (a result not written yet, every unit) is answered without an Error.
+      isLink = lstatSync(next, { throwIfNoEntry: false })?.isSymbolicLink() ?? false;
     } catch {
       isLink = false;
     }

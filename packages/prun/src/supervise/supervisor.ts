@@ -62,6 +62,13 @@ class Supervisor {
   private readonly endedHere = new Set<string>();
   private driverGone = false;
   private stopWatcher: FSWatcher | null = null;
+  /**
+   * Whether `stop/` may hold a request a start has to read: one kept for an attempt not started
+   * yet, or one that came before the watcher did (so at first), or any when the watcher failed.
+   * A request that comes later wakes the watcher, which reads it once its unit is here: a start
+   * lists the folder only when this says so, not for every unit.
+   */
+  private stopsPending = true;
   private readonly onSignal = (signal: StopSignal): void => this.stopAll(signal);
   /** Resolves once the driver has gone and the last hosted unit has ended and been recorded. */
   private finish: () => void = () => undefined;
@@ -95,7 +102,9 @@ class Supervisor {
     // it every unit) before the units have stopped and published.
     for (const signal of STOP_SIGNALS) process.on(signal, this.onSignal);
     this.stopWatcher = watch(this.paths.stop, () => this.readStops());
-    this.stopWatcher.on('error', () => undefined);
+    this.stopWatcher.on('error', () => {
+      this.stopWatcher = null;
+    });
     this.channel.setEncoding('utf8');
     const onData = lineSplitter(
       (line) => this.onLine(line),
@@ -165,7 +174,7 @@ class Supervisor {
     const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env, stdout: write(out), stderr: write(err), chains: this.chains });
     this.hosted.set(id, { attempt, dispatch });
     // A stop request that was read before this hand-over applies now.
-    this.readStops();
+    if (this.stopsPending || this.stopWatcher === null) this.readStops();
     void dispatch.done.then((code) => {
       closeSync(out);
       closeSync(err);
@@ -212,14 +221,19 @@ class Supervisor {
     } catch {
       return;
     }
+    let kept = false;
     for (const name of names) {
       const stop = parseStopName(name);
       const hosted = stop === null ? undefined : this.hosted.get(stop.id);
       const current = hosted !== undefined && hosted.attempt === stop!.attempt;
-      if (stop !== null && !current && !this.endedHere.has(`${stop.id}.${stop.attempt}`)) continue;
+      if (stop !== null && !current && !this.endedHere.has(`${stop.id}.${stop.attempt}`)) {
+        kept = true;
+        continue;
+      }
       rmSync(join(this.paths.stop, name), { force: true });
       if (current) hosted.dispatch.stop(stop!.signal);
     }
+    this.stopsPending = kept;
   }
 
   private onDriverGone(): void {

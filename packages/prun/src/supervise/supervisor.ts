@@ -69,6 +69,8 @@ class Supervisor {
    * lists the folder only when this says so, not for every unit.
    */
   private stopsPending = true;
+  /** The watcher of `stop/` has failed: every start reads the folder, as before it had one. */
+  private watcherFailed = false;
   private readonly onSignal = (signal: StopSignal): void => this.stopAll(signal);
   /** Resolves once the driver has gone and the last hosted unit has ended and been recorded. */
   private finish: () => void = () => undefined;
@@ -103,7 +105,7 @@ class Supervisor {
     for (const signal of STOP_SIGNALS) process.on(signal, this.onSignal);
     this.stopWatcher = watch(this.paths.stop, () => this.readStops());
     this.stopWatcher.on('error', () => {
-      this.stopWatcher = null;
+      this.watcherFailed = true;
     });
     this.channel.setEncoding('utf8');
     const onData = lineSplitter(
@@ -174,7 +176,7 @@ class Supervisor {
     const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env, stdout: write(out), stderr: write(err), chains: this.chains });
     this.hosted.set(id, { attempt, dispatch });
     // A stop request that was read before this hand-over applies now.
-    if (this.stopsPending || this.stopWatcher === null) this.readStops();
+    if (this.stopsPending || this.watcherFailed) this.readStops();
     void dispatch.done.then((code) => {
       closeSync(out);
       closeSync(err);

@@ -35,7 +35,7 @@
 //                units and a status), each with NODE_OPTIONS=--require=$PRUN_CODE_CACHE_TRAIN
 //                (tools/bundle-train.cjs); every chunk those processes load gets its cache made
 //                again when they exit, holding what the run compiled, not only the chunk's top
-//                level (a 20-unit batch's driver about 7% fewer instructions; the caches about 1.5
+//                level (a 20-unit batch's driver about 9% fewer instructions; the caches about 1.5
 //                times the size). A cache of every function (compiled with --no-lazy) was 3.5 times
 //                the size and cost more to load than it saved. The caches are checked again after.
 // --split        (with --cjs --edge) no catch-all command chunk: each command the entry imports

@@ -14,8 +14,8 @@ import { BIN, PACKAGE_DIR } from './harness.js';
 const DIST = join(PACKAGE_DIR, 'dist');
 const require = createRequire(import.meta.url);
 const loader = require(join(DIST, 'bundle-load.cjs')) as {
-  cacheFor: (file: string, source: string) => Buffer | undefined;
-  seal: (source: string, payload: Buffer) => Buffer;
+  cacheFor: (file: string, source: string | Buffer) => Buffer | undefined;
+  seal: (source: string | Buffer, payload: Buffer) => Buffer;
 };
 const commandChunk = readdirSync(DIST).find((name) => /^bundle-command-.*\.cjs$/u.test(name))!;
 const scratch = mkdtempSync(join(tmpdir(), 'prun-code-cache-'));
@@ -47,6 +47,34 @@ describe('the command chunk and its code cache', () => {
     const changed = `${source.slice(0, at)}Dispatch-task-agy${source.slice(at + 'dispatch-task-agy'.length)}`;
     expect(changed.length).toBe(source.length);
     expect(loader.cacheFor(file, changed)).toBeUndefined();
+  });
+
+  test("the seal covers the chunk's bytes as read: its text seals the same, and one byte changed in the bytes is refused", () => {
+    const file = join(DIST, commandChunk);
+    const bytes = readFileSync(file);
+    const payload = loader.cacheFor(file, bytes);
+    expect(payload).toBeInstanceOf(Buffer);
+    expect(loader.cacheFor(file, readFileSync(file, 'utf8'))!.equals(payload!)).toBe(true);
+    for (const at of [0, bytes.length >> 1, bytes.length - 1]) {
+      const changed = Buffer.from(bytes);
+      changed[at] = changed[at]! ^ 0x01;
+      expect(loader.cacheFor(file, changed), `byte ${at}`).toBeUndefined();
+    }
+  });
+
+  test('a chunk changed on disk after the build, keeping its length, runs as changed (its old cache would run the old code)', () => {
+    const dir = packageCopy('same-length');
+    const chunk = join(dir, 'dist', commandChunk);
+    const source = readFileSync(chunk, 'utf8');
+    // Set at the chunk's top level, which its cache holds compiled: an offered cache would print the old prefix.
+    const prefix = 'const MESSAGE_PREFIX = "dispatch-task-agy: ";';
+    expect(source).toContain(prefix);
+    writeFileSync(chunk, source.replace(prefix, prefix.replace('"dispatch', '"Dispatch')));
+    const run = spawnSync(process.execPath, [join(dir, 'bin', 'prun-dispatch-agy.js'), `--prompt-file=${join(scratch, 'no-such-prompt.md')}`, `--result-file=${join(scratch, 'r.md')}`, '--unit-id=u'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    });
+    expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 2, stderr: `Dispatch-task-agy: prompt file not found: ${join(scratch, 'no-such-prompt.md')}\n` });
   });
 
   test('with the cache missing, made for another source, or rejected by V8, the bin behaves the same', () => {

@@ -110,6 +110,28 @@ describe('what a prun command loads', () => {
     }
   });
 
+  it('a JSON plan batch and status load no node:module (on Node 20 it brings in the ES module loader); a YAML plan does, for its parser', async () => {
+    box = sandbox();
+    const log = join(box.root, 'builtins.log');
+    const record = join(box.root, 'record-builtins.cjs');
+    writeFileSync(record, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(log)}, process.moduleLoadList.join('\\n')));\n`);
+    const loads = async (args: string[]): Promise<string[]> => {
+      const result = await prun(args, { env: { ...box!.env, NODE_OPTIONS: `--require=${record}` } });
+      expect(result.exitCode, args.join(' ')).toBe(0);
+      return readFileSync(log, 'utf8').split('\n');
+    };
+    const json = writePlan(box.root, [{ id: 'a', prompt: 'x' }]);
+    const dir = join(box.root, 'fan');
+    for (const args of [['batch', json, '--dir', dir, '--jobs', '1'], ['status', dir]]) {
+      const loaded = await loads(args);
+      expect(loaded, args.join(' ')).toContain('NativeModule fs');
+      expect(loaded, args.join(' ')).not.toContain('NativeModule module');
+    }
+    const yaml = join(box.root, 'plan.yaml');
+    writeFileSync(yaml, 'units:\n  - id: y\n    prompt: from yaml\n');
+    expect(await loads(['batch', yaml, '--dir', join(box.root, 'fan-yaml'), '--jobs', '1'])).toContain('NativeModule module');
+  });
+
   it("holds a quota stop's exit code to the quota gate's own", () => {
     // errors.ts takes it from kit so that prun's command line loads no quota code.
     expect(EXIT.quota).toBe(QUOTA_EXHAUSTED_EXIT);

@@ -12,7 +12,10 @@ import { repoRoot } from './helpers.js';
 const DIST = join(repoRoot, 'packages', 'prun', 'dist');
 const LOADER = join(DIST, 'bundle-load.cjs');
 
-/** Run `code` in a fresh node without NODE_OPTIONS (its flags are part of what V8 checks); its stdout. */
+/**
+ * Run `code` in a fresh node without NODE_OPTIONS (its flags are part of what V8 checks); its
+ * stdout. The code writes plain text: under FORCE_COLOR (nx sets it) console.log colours numbers.
+ */
 function node(code: string): string {
   const env = { ...process.env };
   delete env['NODE_OPTIONS'];
@@ -45,7 +48,7 @@ describe("prun's code caches", () => {
       // What the build's first cache held: the chunk compiled from its source, its top level run.
       const topLevel = Number(
         node(`const { compile } = require(${JSON.stringify(LOADER)}); const file = ${JSON.stringify(file)};` +
-          ` const { script } = compile(file, require('node:fs').readFileSync(file, 'utf8'), undefined); console.log(script.createCachedData().length);`),
+          ` const { script } = compile(file, require('node:fs').readFileSync(file, 'utf8'), undefined); process.stdout.write(String(script.createCachedData().length));`),
       );
       const trained = readFileSync(`${file}.v8cache`).length - 32;
       expect(trained, name).toBeGreaterThan(topLevel * 1.2);

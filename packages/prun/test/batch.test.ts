@@ -124,7 +124,12 @@ describe('prun batch', () => {
     const plan = writePlan(box.root, ['k1', 'k2', 'k3', 'k4', 'k5', 'k6'].map((id) => unit(id, {}, '[[agy DELAY_MS=1200]]')));
     const dir = join(box.root, 'batch');
     const first = prun(['batch', plan, '--dir', dir, '--jobs', '2'], { env: box.env, cwd: box.root });
-    await waitFor(() => existsSync(join(dir, 'ledger.jsonl')) && ledger(dir).filter((l) => l.status === 'done').length >= 2, 'two units done');
+    // Two units done and the next two's workers started (so mid-flight at the kill, with 1.2 s to
+    // go): killed between a `done` line and the next hand-over, nothing would be left to adopt.
+    await waitFor(
+      () => existsSync(join(dir, 'ledger.jsonl')) && ledger(dir).filter((l) => l.status === 'done').length >= 2 && workerCalls(box!.logDir).length >= 4,
+      'two units done, two more started',
+    );
     first.kill('SIGKILL');
     await first;
 

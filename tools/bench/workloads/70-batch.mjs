@@ -10,7 +10,7 @@
 //   of its own). The launch chain (perl, unshare, setpriv) and the workers are printed apart:
 //   they are the dispatcher's isolation and the agents themselves, the same in both.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 
@@ -285,6 +285,22 @@ async function memory(ctx, env, root) {
   return { batch, standalone };
 }
 
+/** The type of the file system holding `path` (the longest mount point in /proc/mounts above it), or null. */
+function fsTypeOf(path) {
+  let best = null;
+  try {
+    for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) {
+      const [, point, type] = line.split(' ');
+      if (point === undefined || type === undefined) continue;
+      const under = point === '/' || path === point || path.startsWith(`${point}/`);
+      if (under && (best === null || point.length >= best.point.length)) best = { point, type };
+    }
+  } catch {
+    return null;
+  }
+  return best?.type ?? null;
+}
+
 export async function run(ctx) {
   const root = ctx.tempDir();
   const env = {
@@ -307,6 +323,18 @@ export async function run(ctx) {
   delete unset.NODE_EXTRA_CA_CERTS;
   const rows = await speed(ctx, unset, root);
   const caSet = env.NODE_EXTRA_CA_CERTS ? await speed(ctx, env, root, 'NODE_EXTRA_CA_CERTS set') : null;
+  // Where the state lives moves prun's side only (the floor writes no file): ext4 without a
+  // journal, as on this project's machines, makes every new inode scan the recently deleted ones
+  // (the kernel's find_inode_bit), which journaled ext4, xfs or tmpfs do not. The same rounds with
+  // the batch directory, the state directories and HOME on tmpfs tell that part apart.
+  const rootFs = fsTypeOf(root);
+  const shm = rootFs !== 'tmpfs' && fsTypeOf('/dev/shm') === 'tmpfs' ? mkdtempSync('/dev/shm/prun-bench-batch-') : null;
+  let onTmpfs = null;
+  try {
+    if (shm !== null) onTmpfs = await speed(ctx, { ...unset, HOME: shm, TMPDIR: shm }, shm, 'state on tmpfs');
+  } finally {
+    if (shm !== null) rmSync(shm, { recursive: true, force: true });
+  }
   const ratios = (pair) => `wall ×${(pair[1].ms / pair[0].ms).toFixed(2)}, CPU ×${(pair[1].cpuMs / pair[0].cpuMs).toFixed(2)}`;
   const { batch, standalone } = await memory(ctx, unset, root);
   ctx.record('prun', {
@@ -315,6 +343,7 @@ export async function run(ctx) {
     note:
       `Both sides ran with NODE_EXTRA_CA_CERTS unset${caSet === null ? '' : ` (with it set, as this machine has it, which adds the same start-up cost to every worker: ${ratios(caSet)})`}` +
       ` and with ANTIGRAVITY_PREFLIGHT=off and PRUN_AGY_QUOTA_GATE=off: with the preflight on, as by default, each unit also runs \`agy --version\` and \`agy models\` before its worker. ` +
+      `The batch's state was on ${rootFs ?? 'an unknown file system'}${onTmpfs === null ? '' : ` (the same rounds with it on tmpfs: ${ratios(onTmpfs)}; ext4 without a journal makes every new file scan the recently deleted inodes)`}. ` +
       `With ${RUNNING} units running (fake agy that never ends), prun's own processes (the driver and the batch's supervisor: ${batch.prun.count} processes) sum to ${batch.prun.mib.toFixed(0)} MiB of RSS (goal: at most ${GOAL_MIB} MiB); ${RUNNING} standalone dispatcher processes running the same units: ${standalone.prun.mib.toFixed(0)} MiB.`,
   });
 }

@@ -324,10 +324,23 @@ export function perlPrctlFromElf(tools: LaunchTools): number {
   return perlSyscallsFromElf(tools)?.prctl ?? 0;
 }
 
+/** unshare(2)'s and mount(2)'s numbers of an architecture's, null where not known. */
+function namespaceOf(numbers: ArchSyscalls | null): NamespaceSyscalls | null {
+  return numbers === null ? null : { unshare: numbers.unshare, mount: numbers.mount };
+}
+
 /** unshare(2)'s and mount(2)'s numbers for the perl the chain execs (`perlSyscallsFromElf`), null where not known. */
 export function perlNamespaceFromElf(tools: LaunchTools): NamespaceSyscalls | null {
-  const numbers = perlSyscallsFromElf(tools);
-  return numbers === null ? null : { unshare: numbers.unshare, mount: numbers.mount };
+  return namespaceOf(perlSyscallsFromElf(tools));
+}
+
+/**
+ * The numbers a plan is made with: those the caller gave (a test gives a wrong one), the rest
+ * from one read of the perl's ELF header.
+ */
+function planNumbers(tools: LaunchTools, elfPrctl?: number, elfNamespace?: NamespaceSyscalls | null): { prctl: number; namespace: NamespaceSyscalls | null } {
+  const read = elfPrctl === undefined || elfNamespace === undefined ? perlSyscallsFromElf(tools) : null;
+  return { prctl: elfPrctl ?? read?.prctl ?? 0, namespace: elfNamespace === undefined ? namespaceOf(read) : elfNamespace };
 }
 
 /** An unshare spelling or DROP_CAPABILITIES as exec'd: its program (the first word) located. */
@@ -802,10 +815,11 @@ export function planLaunch(
   isRoot: boolean,
   run: ProbeRun = runProbe,
   tools: LaunchTools = BARE_TOOLS,
-  elfPrctl: number = perlPrctlFromElf(tools),
-  elfNamespace: NamespaceSyscalls | null = perlNamespaceFromElf(tools),
+  elfPrctl?: number,
+  elfNamespace?: NamespaceSyscalls | null,
 ): LaunchPlan {
-  const steps = planSteps(setting, platform, isRoot, tools, elfPrctl, elfNamespace);
+  const numbers = planNumbers(tools, elfPrctl, elfNamespace);
+  const steps = planSteps(setting, platform, isRoot, tools, numbers.prctl, numbers.namespace);
   let step = steps.next();
   while (!step.done) step = steps.next(run(step.value.argv));
   return step.value;
@@ -822,10 +836,11 @@ export async function planLaunchAsync(
   run: AsyncProbeRun,
   tools: LaunchTools = BARE_TOOLS,
   chainProbe?: ChainProbe,
-  elfPrctl: number = perlPrctlFromElf(tools),
-  elfNamespace: NamespaceSyscalls | null = perlNamespaceFromElf(tools),
+  elfPrctl?: number,
+  elfNamespace?: NamespaceSyscalls | null,
 ): Promise<LaunchPlan> {
-  const steps = planSteps(setting, platform, isRoot, tools, elfPrctl, elfNamespace);
+  const numbers = planNumbers(tools, elfPrctl, elfNamespace);
+  const steps = planSteps(setting, platform, isRoot, tools, numbers.prctl, numbers.namespace);
   let step = steps.next();
   while (!step.done) {
     const { argv, chain } = step.value;

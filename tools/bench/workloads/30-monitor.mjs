@@ -149,12 +149,14 @@ async function singlePass(ctx) {
   const overNode = (key) => times(ratio(ours, floor, key));
   const versus = (mine) => `by CPU time ${times(ratio(mine, theirs, 'cpuMs'))} the original, by wall time ${times(ratio(mine, theirs, 'ms'))}`;
   let versusOriginal;
-  let unsetNote;
+  // The note on the environment the verdict is not about: with the original measured, the run
+  // with the variable set; without it, the run with it unset.
+  let otherNote;
   if (theirs) {
     // Measured: the verdict is the run with the variable unset (as on most users' machines), the
     // same environment for both; with it set, Node's own start is slower than the whole original pass.
     versusOriginal = `${versus(ours)} (measured: monitor.sh and prun-monitor in the same environment, NODE_EXTRA_CA_CERTS unset)`;
-    unsetNote =
+    otherNote =
       caOurs === null
         ? ''
         : `With NODE_EXTRA_CA_CERTS set (which bash never reads), prun-monitor is ${versus(caOurs)}: ` +
@@ -169,7 +171,7 @@ async function singlePass(ctx) {
     versusOriginal =
       "no like-for-like comparison with the original: it was recorded with NODE_EXTRA_CA_CERTS set and no certificate file is here";
   }
-  unsetNote ??=
+  otherNote ??=
     `With NODE_EXTRA_CA_CERTS unset, prun-monitor takes ${overNode('cpuMs')} the CPU time and ${overNode('ms')} the wall time of node -e '' ` +
     "(the original's time with the variable unset was not recorded, so no ratio to it is claimed for these runs).";
   const summary = `${versusOriginal}; goal ≤ ×${SINGLE_PASS_GOAL}`;
@@ -177,17 +179,17 @@ async function singlePass(ctx) {
   ctx.table(theirs ? [floor, ours, theirs] : [floor, ours], {
     readme: 'monitor',
     title: 'single pass over 1 unit, NODE_EXTRA_CA_CERTS unset (as on most machines)',
-    note: theirs ? `Vs the original: prun-monitor ${summary}. ${perStart}` : `${unsetNote} ${perStart}`,
+    note: theirs ? `Vs the original: prun-monitor ${summary}. ${perStart}` : `${otherNote} ${perStart}`,
   });
   if (caOurs !== null) {
     process.stdout.write('\n');
     ctx.table([caFloor, caOurs], {
       readme: 'monitor',
       title: theirs ? 'single pass over 1 unit, NODE_EXTRA_CA_CERTS set' : 'single pass over 1 unit, NODE_EXTRA_CA_CERTS set (as the original was recorded)',
-      note: theirs ? `${unsetNote} ${perStart}` : `Vs the original: prun-monitor ${summary}. ${perStart}`,
+      note: theirs ? `${otherNote} ${perStart}` : `Vs the original: prun-monitor ${summary}. ${perStart}`,
     });
   }
-  process.stdout.write(`  single pass vs the original: ${summary}\n  ${unsetNote}\n`);
+  process.stdout.write(`  single pass vs the original: ${summary}\n  ${otherNote}\n`);
 }
 
 async function longLines(ctx) {

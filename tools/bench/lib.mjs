@@ -51,6 +51,28 @@ function formatDiff(value, unit) {
 }
 
 /** One line about the machine, for README tables: what the ratios were measured on. */
+/**
+ * The machine's CPU time so far as /proc/stat's first line counts it (clock ticks): all of it,
+ * and the part stolen (a virtual machine's host ran something else on its cores), or null off Linux.
+ */
+export function machineCpuTicks() {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal (guest time is counted in user already).
+    const total = fields.slice(0, 8).reduce((sum, n) => sum + n, 0);
+    return { total, steal: fields[7] ?? 0 };
+  } catch {
+    return null;
+  }
+}
+
+/** The share of the machine's CPU time stolen between two `machineCpuTicks` readings, as ` N%`, or ''. */
+export function stealSince(before) {
+  const after = machineCpuTicks();
+  if (before === null || after === null || after.total <= before.total) return '';
+  return `${(((after.steal - before.steal) / (after.total - before.total)) * 100).toFixed(0)}%`;
+}
+
 export function machineLine() {
   // The bench's own environment; each table's note says whether its measured processes had the variable.
   const ca = process.env.NODE_EXTRA_CA_CERTS ? ', the bench run with NODE_EXTRA_CA_CERTS set (see each note for the measured processes)' : '';

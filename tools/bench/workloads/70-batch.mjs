@@ -13,6 +13,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { machineCpuTicks, stealSince } from '../lib.mjs';
 
 export const title = 'prun batch: 100 instant units beside 100 bare fake-agy runs; 50 running units, summed RSS';
 
@@ -122,6 +123,15 @@ async function timed(fn) {
   return { ms: Number(process.hrtime.bigint() - start) / 1e6, cpuMs: childrenCpuMs() - cpu };
 }
 
+/**
+ * The stolen share of the machine's CPU during the rounds, when there was any: on a virtual
+ * machine whose host runs other guests the rounds vary more, on both sides alike.
+ */
+function steal(ticks) {
+  const share = stealSince(ticks);
+  return share === '' || share === '0%' ? '' : `; CPU time stolen by the VM's host: ${share}`;
+}
+
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 /** Every process as `{ pid, ppid, argv, rssKiB }` (Linux /proc). */
@@ -195,6 +205,7 @@ async function speed(ctx, env, root, tag = '') {
   writeFileSync(plan, JSON.stringify({ units: Array.from({ length: UNITS }, (_, i) => ({ id: `u${i}`, prompt: `unit ${i}` })) }));
   const floor = [];
   const batch = [];
+  const ticks = machineCpuTicks();
   for (let round = 0; round < RUNS; round += 1) {
     floor.push(
       await timed(() =>
@@ -213,7 +224,7 @@ async function speed(ctx, env, root, tag = '') {
   process.stdout.write(
     `  goal: prun batch at most x1.30 the floor (${RUNS} interleaved rounds, medians); CPU (all processes, waited for): x${cpuRatio.toFixed(2)} the floor's; load ${loadavg()
       .map((n) => n.toFixed(2))
-      .join(' ')}\n`,
+      .join(' ')}${steal(ticks)}\n`,
   );
   const splits = batch.map((sample) => sample.split).filter((split) => split !== null);
   if (splits.length > 0) {

@@ -50,7 +50,6 @@ function formatDiff(value, unit) {
   return `${value >= 0 ? '+' : '-'}${Math.abs(value).toFixed(1)} ${unit}`;
 }
 
-/** One line about the machine, for README tables: what the ratios were measured on. */
 /**
  * The machine's CPU time so far as /proc/stat's first line counts it (clock ticks): all of it,
  * and the part stolen (a virtual machine's host ran something else on its cores), or null off Linux.
@@ -66,13 +65,14 @@ export function machineCpuTicks() {
   }
 }
 
-/** The share of the machine's CPU time stolen between two `machineCpuTicks` readings, as ` N%`, or ''. */
+/** The share (0 to 1) of the machine's CPU time stolen since a `machineCpuTicks` reading, or null. */
 export function stealSince(before) {
   const after = machineCpuTicks();
-  if (before === null || after === null || after.total <= before.total) return '';
-  return `${(((after.steal - before.steal) / (after.total - before.total)) * 100).toFixed(0)}%`;
+  if (before === null || after === null || after.total <= before.total) return null;
+  return (after.steal - before.steal) / (after.total - before.total);
 }
 
+/** One line about the machine, for README tables: what the ratios were measured on. */
 export function machineLine() {
   // The bench's own environment; each table's note says whether its measured processes had the variable.
   const ca = process.env.NODE_EXTRA_CA_CERTS ? ', the bench run with NODE_EXTRA_CA_CERTS set (see each note for the measured processes)' : '';

@@ -128,8 +128,8 @@ async function timed(fn) {
  * machine whose host runs other guests the rounds vary more, on both sides alike.
  */
 function steal(ticks) {
-  const share = stealSince(ticks);
-  return share === '' || share === '0%' ? '' : `; CPU time stolen by the VM's host: ${share}`;
+  const percent = Math.round((stealSince(ticks) ?? 0) * 100);
+  return percent === 0 ? '' : `; CPU time stolen by the VM's host: ${percent}%`;
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];

@@ -50,6 +50,32 @@ describe('fake-agy speaks agy stream-json', () => {
     expect((events.at(-1)!['result'] as Event)['response']).toMatch(/^# unit_a result\n/);
   });
 
+  test('FAKE_AGY_TIMES_FILE gets one line per worker run: process start <= script began <= script ended, ms since the epoch', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'prun-test-fake-agy-times-'));
+    try {
+      const file = join(dir, 'times');
+      const before = Date.now();
+      workerEvents({ FAKE_AGY_TIMES_FILE: file });
+      workerEvents({ FAKE_AGY_TIMES_FILE: file });
+      const after = Date.now();
+      const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+      expect(lines).toHaveLength(2);
+      for (const line of lines) {
+        expect(line).toMatch(/^\d+\.\d{3} \d+\.\d{3} \d+\.\d{3}$/);
+        const [start, began, ended] = line.split(' ').map(Number) as [number, number, number];
+        expect(start).toBeGreaterThanOrEqual(before - 1);
+        expect(start).toBeLessThanOrEqual(began);
+        expect(began).toBeLessThanOrEqual(ended);
+        expect(ended).toBeLessThanOrEqual(after + 1);
+      }
+      // The two runs, one after the other, in order.
+      const [first, second] = lines.map((line) => line.split(' ').map(Number)) as [number[], number[]];
+      expect(second[0]!).toBeGreaterThanOrEqual(first[2]!);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('events keep Python json.dumps spacing', () => {
     const stdout = execFileSync(FAKE_AGY, ['--output-format', 'stream-json'], {
       input: '{}\n',

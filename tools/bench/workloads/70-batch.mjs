@@ -3,6 +3,8 @@
 //   the same concurrency (the floor: the workers themselves), interleaved rounds, medians; and
 //   where a batch's CPU goes per unit: the driver, the supervisor (prun's own processes), and
 //   the launch chain (perl, unshare, and setpriv where the plan uses it: the dispatcher's isolation) beside the workers;
+//   and where its wall time goes per worker (the hand-over from one worker's end to the next
+//   one's start, Node's start-up, the worker's own run), from fake agy's FAKE_AGY_TIMES_FILE;
 // - memory: a 50-unit batch with all 50 units running (fake agy that never ends), the summed
 //   RSS of prun's own processes (the driver and the batch's supervisor, and any dispatcher
 //   process), beside the goal of 600 MiB and beside 50 standalone `prun-dispatch-agy` processes
@@ -134,6 +136,33 @@ function steal(ticks) {
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
+/**
+ * One round's worker times (fake agy's FAKE_AGY_TIMES_FILE: `<process start> <script began>
+ * <script ended>` per worker, ms on the same clock in every process), split three ways:
+ * - hand-overs: with `jobs` slots, the k-th worker to end frees the slot the (jobs + k)-th to
+ *   start takes; from the one's end to the other's process start lie the worker's exit, all
+ *   its caller does, and the next spawn (for the floor, a bare spawn; for a batch, the end of
+ *   the unit's dispatch, driver and supervisor, and the next unit's launch chain);
+ * - start-ups: Node's own, from the process start to the script (both sides run the same);
+ * - runs: the worker's script.
+ * Start-ups and runs differ between the sides only by the load beside them.
+ */
+function workerTimes(file, jobs) {
+  const workers = existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.split(' ').map(Number))
+    : [];
+  const started = workers.map(([start]) => start).sort((a, b) => a - b);
+  const ended = workers.map(([, , end]) => end).sort((a, b) => a - b);
+  return {
+    handOvers: started.slice(jobs).map((start, k) => start - ended[k]),
+    startUps: workers.map(([start, began]) => began - start),
+    runs: workers.map(([, began, end]) => end - began),
+  };
+}
+
 /** Every process as `{ pid, ppid, argv, rssKiB }` (Linux /proc). */
 function processTable() {
   const table = [];
@@ -205,16 +234,30 @@ async function speed(ctx, env, root, tag = '') {
   writeFileSync(plan, JSON.stringify({ units: Array.from({ length: UNITS }, (_, i) => ({ id: `u${i}`, prompt: `unit ${i}` })) }));
   const floor = [];
   const batch = [];
+  const times = { floor: { handOvers: [], startUps: [], runs: [] }, batch: { handOvers: [], startUps: [], runs: [] } };
+  const collect = (side, file) => {
+    for (const [part, values] of Object.entries(workerTimes(file, jobs))) times[side][part].push(...values);
+  };
   const ticks = machineCpuTicks();
   for (let round = 0; round < RUNS; round += 1) {
+    const floorTimes = join(root, `times-floor${tag}-${round}`);
+    const floorEnv = { ...env, FAKE_AGY_TIMES_FILE: floorTimes };
     floor.push(
       await timed(() =>
-        pool(UNITS, jobs, () => exec(fakeAgy, ['--input-format', 'stream-json', '--output-format', 'stream-json', '--model', 'gemini-3.8-flash-high', '--mode', 'plan'], { env, input: line })),
+        pool(UNITS, jobs, () =>
+          exec(fakeAgy, ['--input-format', 'stream-json', '--output-format', 'stream-json', '--model', 'gemini-3.8-flash-high', '--mode', 'plan'], { env: floorEnv, input: line }),
+        ),
       ),
     );
+    collect('floor', floorTimes);
+    const batchTimes = join(root, `times-batch${tag}-${round}`);
+    const batchEnv = { ...env, FAKE_AGY_TIMES_FILE: batchTimes };
     batch.push(
-      await splitBatchCpu((onChild) => exec(process.execPath, [prunBin, 'batch', plan, '--dir', join(root, `batch${tag}-${round}`), '--jobs', String(jobs), '--json'], { env, cwd: root, onChild })),
+      await splitBatchCpu((onChild) =>
+        exec(process.execPath, [prunBin, 'batch', plan, '--dir', join(root, `batch${tag}-${round}`), '--jobs', String(jobs), '--json'], { env: batchEnv, cwd: root, onChild }),
+      ),
     );
+    collect('batch', batchTimes);
   }
   const row = (label, samples) => ({ label, ms: median(samples.map((s) => s.ms)), cpuMs: median(samples.map((s) => s.cpuMs)) });
   const suffix = tag === '' ? '' : ` (${tag})`;
@@ -233,6 +276,20 @@ async function speed(ctx, env, root, tag = '') {
     process.stdout.write(
       `  CPU per unit (medians of ${splits.length}): driver ${perUnit((s) => s.driver)} ms, supervisor ${perUnit((s) => s.supervisor)} ms` +
         ` (prun's own, start-up included); launch chains and workers ${perUnit((s) => s.chainAndWorkers)} ms, of which the bare workers (floor) ${workers.toFixed(1)} ms\n`,
+    );
+  }
+  if (times.floor.handOvers.length > 0 && times.batch.handOvers.length > 0) {
+    // Each slot runs UNITS / jobs workers one after another, so a per-worker difference adds
+    // that many times over to the batch's wall time.
+    const serial = UNITS / jobs;
+    const part = (name, key) => {
+      const floorMs = median(times.floor[key]);
+      const batchMs = median(times.batch[key]);
+      return `${name} ${floorMs.toFixed(1)} / ${batchMs.toFixed(1)} ms (${((batchMs - floorMs) * serial).toFixed(0)} ms of wall)`;
+    };
+    process.stdout.write(
+      `  per worker, floor / batch (fake agy's own clock, medians of ${times.batch.handOvers.length} hand-overs): ${part('hand-over, one worker\'s end to the next one\'s process start', 'handOvers')};` +
+        ` ${part('Node start-up', 'startUps')}; ${part('the worker\'s own run', 'runs')}\n`,
     );
   }
   return rows;

@@ -4,7 +4,7 @@
 // are asked to offer; fish: its own `complete -C`. The script is passed in the environment, so
 // nothing is written anywhere; the caller runs this in an empty directory and checks it stays so.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -13,9 +13,19 @@ export function haveShell(shell) {
   return spawnSync(shell, ['-c', 'exit 0'], { stdio: 'ignore' }).status === 0;
 }
 
-// fish keeps history and universal variables under XDG dirs: give it its own, away from the
-// directory under test and from the user's home.
-const fishHome = mkdtempSync(join(tmpdir(), 'prun-completion-fish-'));
+/**
+ * Run `fn` with the environment variables that give fish a home of its own: it keeps history
+ * and universal variables under its XDG dirs, which must stay away from the directory under
+ * test and from the user's home. The home is made for this call and removed after it.
+ */
+export function withFishHome(fn) {
+  const home = mkdtempSync(join(tmpdir(), 'prun-completion-fish-'));
+  try {
+    return fn({ XDG_CONFIG_HOME: join(home, 'config'), XDG_DATA_HOME: join(home, 'data'), XDG_CACHE_HOME: join(home, 'cache') });
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
 
 function words(line) {
   const list = line.split(/ +/);
@@ -70,11 +80,9 @@ export function complete(shell, script, line, { cwd, env = process.env } = {}) {
   } else {
     program = 'fish';
     args = ['-N', '-c', 'eval $PRUN_COMPLETION_SCRIPT; complete -C "$PRUN_COMPLETION_LINE"'];
-    childEnv.XDG_CONFIG_HOME = join(fishHome, 'config');
-    childEnv.XDG_DATA_HOME = join(fishHome, 'data');
-    childEnv.XDG_CACHE_HOME = join(fishHome, 'cache');
   }
-  const result = spawnSync(program, args, { cwd, env: childEnv, encoding: 'utf8', timeout: 20_000 });
+  const spawnShell = (extraEnv = {}) => spawnSync(program, args, { cwd, env: { ...childEnv, ...extraEnv }, encoding: 'utf8', timeout: 20_000 });
+  const result = shell === 'fish' ? withFishHome(spawnShell) : spawnShell();
   if (result.status !== 0 || result.stderr !== '') {
     throw new Error(`${shell} completion of '${line}' failed (${result.status}): ${result.stderr}`);
   }

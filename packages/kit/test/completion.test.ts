@@ -1,11 +1,11 @@
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completionScript, SHELLS, type BinSpec } from '@prun/kit/spec';
 // @ts-expect-error: a plain .mjs tool shared by the completion tests of every package
-import { complete, haveShell } from '../../../tools/completion-driver.mjs';
+import { complete, haveShell, withFishHome } from '../../../tools/completion-driver.mjs';
 import { DEMO } from './spec-fixture.js';
 
 type Complete = (shell: string, script: string, line: string, options: { cwd: string }) => string[];
@@ -22,7 +22,11 @@ beforeAll(() => {
   before = readdirSync(cwd).sort();
 });
 afterAll(() => {
-  expect(readdirSync(cwd).sort()).toEqual(before);
+  try {
+    expect(readdirSync(cwd).sort()).toEqual(before);
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
 });
 
 for (const shell of SHELLS) {
@@ -90,20 +94,14 @@ describe.skipIf(!fishAvailable)(`fish completion descriptions${fishAvailable ? '
     exitCodes: [],
   };
   const described = (line: string): string[] => {
-    const fishHome = mkdtempSync(join(tmpdir(), 'prun-completion-fish-'));
-    const result = spawnSync('fish', ['-N', '-c', 'eval $PRUN_COMPLETION_SCRIPT; complete -C "$PRUN_COMPLETION_LINE"'], {
-      cwd,
-      encoding: 'utf8',
-      timeout: 20_000,
-      env: {
-        ...process.env,
-        PRUN_COMPLETION_SCRIPT: completionScript(QUOTED, 'fish'),
-        PRUN_COMPLETION_LINE: line,
-        XDG_CONFIG_HOME: join(fishHome, 'config'),
-        XDG_DATA_HOME: join(fishHome, 'data'),
-        XDG_CACHE_HOME: join(fishHome, 'cache'),
-      },
-    });
+    const result: SpawnSyncReturns<string> = withFishHome((fishEnv: Record<string, string>) =>
+      spawnSync('fish', ['-N', '-c', 'eval $PRUN_COMPLETION_SCRIPT; complete -C "$PRUN_COMPLETION_LINE"'], {
+        cwd,
+        encoding: 'utf8',
+        timeout: 20_000,
+        env: { ...process.env, PRUN_COMPLETION_SCRIPT: completionScript(QUOTED, 'fish'), PRUN_COMPLETION_LINE: line, ...fishEnv },
+      }),
+    );
     expect(result.stderr).toBe('');
     return result.stdout.split('\n').filter((entry) => entry !== '');
   };

@@ -18,7 +18,7 @@ export function haveShell(shell) {
  * and universal variables under its XDG dirs, which must stay away from the directory under
  * test and from the user's home. The home is made for this call and removed after it.
  */
-export function withFishHome(fn) {
+function withFishHome(fn) {
   const home = mkdtempSync(join(tmpdir(), 'prun-completion-fish-'));
   try {
     return fn({ XDG_CONFIG_HOME: join(home, 'config'), XDG_DATA_HOME: join(home, 'data'), XDG_CACHE_HOME: join(home, 'cache') });
@@ -52,9 +52,10 @@ const ZSH_STUBS = [
 /**
  * The candidates `script` offers for `line` (the text before the cursor; a trailing space means
  * an empty current word). bash and fish list real files for file values; zsh shows `<files>`,
- * `<dirs>` or `<commands>` where it would call its own completers.
+ * `<dirs>` or `<commands>` where it would call its own completers. With `descriptions`, each
+ * entry stays as the shell printed it: for fish, `candidate<TAB>description`.
  */
-export function complete(shell, script, line, { cwd, env = process.env } = {}) {
+export function complete(shell, script, line, { cwd, env = process.env, descriptions = false } = {}) {
   const list = words(line);
   const bin = list[0];
   let program;
@@ -89,5 +90,5 @@ export function complete(shell, script, line, { cwd, env = process.env } = {}) {
   return result.stdout
     .split('\n')
     .filter((entry) => entry !== '')
-    .map((entry) => entry.split('\t')[0]);
+    .map((entry) => (descriptions ? entry : entry.split('\t')[0]));
 }

@@ -1,14 +1,13 @@
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completionScript, SHELLS, type BinSpec } from '@prun/kit/spec';
 // @ts-expect-error: a plain .mjs tool shared by the completion tests of every package
-import { complete, haveShell, withFishHome } from '../../../tools/completion-driver.mjs';
+import { complete, haveShell } from '../../../tools/completion-driver.mjs';
 import { DEMO } from './spec-fixture.js';
 
-type Complete = (shell: string, script: string, line: string, options: { cwd: string }) => string[];
+type Complete = (shell: string, script: string, line: string, options: { cwd: string; descriptions?: boolean }) => string[];
 const run = complete as Complete;
 
 // The directory completion runs in: a few names to complete, and a snapshot to prove that
@@ -93,18 +92,8 @@ describe.skipIf(!fishAvailable)(`fish completion descriptions${fishAvailable ? '
     commands: [{ name: 'peek', summary: 'the job\'s log, a \\ backslash and "double" quotes' }],
     exitCodes: [],
   };
-  const described = (line: string): string[] => {
-    const result: SpawnSyncReturns<string> = withFishHome((fishEnv: Record<string, string>) =>
-      spawnSync('fish', ['-N', '-c', 'eval $PRUN_COMPLETION_SCRIPT; complete -C "$PRUN_COMPLETION_LINE"'], {
-        cwd,
-        encoding: 'utf8',
-        timeout: 20_000,
-        env: { ...process.env, PRUN_COMPLETION_SCRIPT: completionScript(QUOTED, 'fish'), PRUN_COMPLETION_LINE: line, ...fishEnv },
-      }),
-    );
-    expect(result.stderr).toBe('');
-    return result.stdout.split('\n').filter((entry) => entry !== '');
-  };
+  // complete() throws when fish exits non-zero or prints anything on stderr.
+  const described = (line: string): string[] => run('fish', completionScript(QUOTED, 'fish'), line, { cwd, descriptions: true });
 
   it('keeps apostrophes, backslashes and double quotes in option and command descriptions', () => {
     expect(described('quote-bin --ans')).toEqual(["--answer\tprint the job's final answer"]);

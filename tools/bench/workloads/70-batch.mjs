@@ -235,29 +235,31 @@ async function speed(ctx, env, root, tag = '') {
   const floor = [];
   const batch = [];
   const times = { floor: { handOvers: [], startUps: [], runs: [] }, batch: { handOvers: [], startUps: [], runs: [] } };
-  const collect = (side, file) => {
+  // One round of one side, its workers writing their times to a file of the round's own.
+  const withTimes = async (side, round, run) => {
+    const file = join(root, `times-${side}${tag}-${round}`);
+    const sample = await run({ ...env, FAKE_AGY_TIMES_FILE: file });
     for (const [part, values] of Object.entries(workerTimes(file, jobs))) times[side][part].push(...values);
+    return sample;
   };
   const ticks = machineCpuTicks();
   for (let round = 0; round < RUNS; round += 1) {
-    const floorTimes = join(root, `times-floor${tag}-${round}`);
-    const floorEnv = { ...env, FAKE_AGY_TIMES_FILE: floorTimes };
     floor.push(
-      await timed(() =>
-        pool(UNITS, jobs, () =>
-          exec(fakeAgy, ['--input-format', 'stream-json', '--output-format', 'stream-json', '--model', 'gemini-3.8-flash-high', '--mode', 'plan'], { env: floorEnv, input: line }),
+      await withTimes('floor', round, (roundEnv) =>
+        timed(() =>
+          pool(UNITS, jobs, () =>
+            exec(fakeAgy, ['--input-format', 'stream-json', '--output-format', 'stream-json', '--model', 'gemini-3.8-flash-high', '--mode', 'plan'], { env: roundEnv, input: line }),
+          ),
         ),
       ),
     );
-    collect('floor', floorTimes);
-    const batchTimes = join(root, `times-batch${tag}-${round}`);
-    const batchEnv = { ...env, FAKE_AGY_TIMES_FILE: batchTimes };
     batch.push(
-      await splitBatchCpu((onChild) =>
-        exec(process.execPath, [prunBin, 'batch', plan, '--dir', join(root, `batch${tag}-${round}`), '--jobs', String(jobs), '--json'], { env: batchEnv, cwd: root, onChild }),
+      await withTimes('batch', round, (roundEnv) =>
+        splitBatchCpu((onChild) =>
+          exec(process.execPath, [prunBin, 'batch', plan, '--dir', join(root, `batch${tag}-${round}`), '--jobs', String(jobs), '--json'], { env: roundEnv, cwd: root, onChild }),
+        ),
       ),
     );
-    collect('batch', batchTimes);
   }
   const row = (label, samples) => ({ label, ms: median(samples.map((s) => s.ms)), cpuMs: median(samples.map((s) => s.cpuMs)) });
   const suffix = tag === '' ? '' : ` (${tag})`;

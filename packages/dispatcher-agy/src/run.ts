@@ -84,6 +84,13 @@ export interface UnitOptions {
    * more units.
    */
   chains?: ChainReserve;
+  /**
+   * Called once, as soon as the unit's worker has exited (agy's exit reported by its namespace
+   * init, or the launch chain gone), before the outcome is read and published: a host that
+   * limits how many workers run at once may start the next one then. Not called when no worker
+   * process was launched (the dispatch ended before, or the launch itself failed).
+   */
+  onWorkerExit?: () => void;
 }
 
 /**
@@ -701,6 +708,7 @@ async function runWorker(run: Dispatch, command: string[], env: Record<string, s
     throw stop(`failed to launch Antigravity CLI: ${start.kind === 'launch-failed' ? start.why : 'no process'}`, 70);
   }
   run.worker = worker;
+  if (run.io.onWorkerExit !== undefined) worker.onExitKnown = run.io.onWorkerExit;
   run.phase = 'running';
   const start = await worker.started;
   if (start.kind !== 'started') {

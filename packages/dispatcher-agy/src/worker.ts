@@ -67,6 +67,12 @@ export class WorkerProcess {
   private reportedPid: number | null = null;
   private reported: WorkerExit | null = null;
   private exitSeen: WorkerExit | null = null;
+  /**
+   * Called once, as soon as agy's exit is known: the init's report, or the chain's own exit,
+   * whichever comes first (the chain and the pipes may still be ending).
+   */
+  onExitKnown: (() => void) | null = null;
+  private exitTold = false;
   private openStreams = 2;
   private drainTimer: NodeJS.Timeout | null = null;
   private onEnd: ((exit: WorkerExit) => void) | null = null;
@@ -156,6 +162,7 @@ export class WorkerProcess {
     this.pid = child.pid ?? -1;
     child.on('exit', (code, signal) => {
       this.exitSeen = { code, signal };
+      this.tellExit();
       // Nothing the worker started may outlive it (or the dispatcher).
       if (this.pid > 0) signalGroup(this.pid, 'SIGKILL');
       if (this.reportedPid !== null) signalGroup(this.reportedPid, 'SIGKILL');
@@ -171,6 +178,12 @@ export class WorkerProcess {
 
   get launched(): boolean {
     return this.pid > 0;
+  }
+
+  private tellExit(): void {
+    if (this.exitTold) return;
+    this.exitTold = true;
+    this.onExitKnown?.();
   }
 
   /** agy has exited (its keeper or init may still be cleaning up). */
@@ -221,6 +234,7 @@ export class WorkerProcess {
         }
         else if (word === 'exit') this.reported = { code: Number(detail), signal: null };
         else if (word === 'signal') this.reported = { code: null, signal: signalName(Number(detail), this.signalNumbers) ?? 'SIGKILL' };
+        if (this.reported !== null) this.tellExit();
       }
       // Bounded: the launcher writes a few short lines; anything else is not ours to keep.
       if (buffered.length > 4096) buffered = '';

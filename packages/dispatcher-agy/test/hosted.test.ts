@@ -141,12 +141,26 @@ describe('runUnit', () => {
     expect(await out('--help')).toEqual(await bin('--help'));
   });
 
+  test('onWorkerExit is called once, when the worker has exited and before the result is published', async () => {
+    const root = pool.root();
+    const seen: Array<{ resultPublished: boolean }> = [];
+    const result = await hosted(root, unitEnv(root, { FAKE_AGY_RESPONSE: '# unit_a result\nConclusion: done\n' }), {
+      onWorkerExit: () => seen.push({ resultPublished: existsSync(root.result) }),
+    });
+    expect(result.code).toBe(0);
+    expect(seen).toEqual([{ resultPublished: false }]);
+    expect(readFileSync(root.result, 'utf8')).toContain('Conclusion: done');
+  });
+
   test('a stop before the unit starts ends it with 128+n and creates nothing', async () => {
     const root = pool.root();
     const stopper = new UnitStopper();
     stopper.stop('SIGINT');
-    const result = await hosted(root, unitEnv(root), { stop: stopper });
+    let workerExits = 0;
+    const result = await hosted(root, unitEnv(root), { stop: stopper, onWorkerExit: () => (workerExits += 1) });
     expect(result).toEqual({ code: 130, stdout: '', stderr: '', stateDir: null });
+    // No worker was launched, so none exited.
+    expect(workerExits).toBe(0);
     expect(root.stateDirs()).toEqual([]);
     expect(root.workerCalls()).toEqual([]);
   });

@@ -14,9 +14,9 @@ import { clearCancelRequest, pendingCancelRequests, publishStoppedResult } from 
 import { haltReached, type HaltRule } from './halt.js';
 import { stopRunningUnit, type RunningDispatch } from './stop.js';
 import type { ResolvedUnit } from './plan.js';
-import { batchExitCode, decide, quotaRetryTime } from './schedule.js';
+import { batchExitCode, decide, quotaRetryTime, unitsAhead } from './schedule.js';
 import { entryHostedState, hostedState, supervisorOf } from './supervise/alive.js';
-import { SupervisorClient } from './supervise/client.js';
+import { SupervisorClient, type SupervisorDeath } from './supervise/client.js';
 import { withEnvChanges, type EnvChanges } from './supervise/records.js';
 import { removeDeadSupervisors } from './supervise/cleanup.js';
 import {
@@ -210,6 +210,8 @@ export class BatchRun {
   private readonly live = new Map<string, Live>();
   private readonly followUps = new Map<string, FollowUp>();
   private readonly stalled = new Set<string>();
+  /** Who asked `prun cancel` to stop a running unit, for its note should it end unstarted. */
+  private readonly cancelledBy = new Map<string, string>();
   private stopping: 'quota' | 'halt' | NodeJS.Signals | null = null;
   /** Units that failed or were invalid (after their retries) in this run, for `--halt`. */
   private failures = 0;
@@ -452,7 +454,7 @@ export class BatchRun {
       return;
     }
     this.settings.message(`--halt ${rule.text}: ${this.failures} unit(s) failed; stopping ${this.live.size} running unit(s)`);
-    for (const [id, live] of this.live) {
+    for (const [id, live] of this.newestFirst()) {
       if (!signalled) this.record(id, { stop_signal: CONTROL_STOP_SIGNAL, stop_reason: 'halt' });
       stopRunningUnit(this.running(id, live), CONTROL_STOP_SIGNAL);
     }
@@ -482,6 +484,7 @@ export class BatchRun {
         ...(live === undefined ? {} : { dispatcher_pid: live.pid, ...(live.start === null ? {} : { dispatcher_start: live.start }) }),
         note: `cancel requested by ${by}`,
       });
+      this.cancelledBy.set(id, by);
       if (live === undefined) {
         this.settle(id, null);
         return 'cancelled';
@@ -491,15 +494,38 @@ export class BatchRun {
       return 'stopping';
     }
     if (entry.status !== 'queued' && entry.status !== 'deferred' && entry.status !== 'interrupted') return 'settled';
-    const note = `cancelled by ${by} before it ${entry.attempt ? 'ran again' : 'ran'}`;
-    this.setAsidePreviousResult(id, entry.attempt ?? 0);
+    this.cancelUnstarted(id, by, (entry.attempt ?? 0) > 0);
+    return 'cancelled';
+  }
+
+  /** Record a unit that did not run `cancelled` by `by`, with a FALLBACK naming the cancel. */
+  private cancelUnstarted(id: string, by: string, ranBefore: boolean): void {
+    const note = `cancelled by ${by} before it ${ranBefore ? 'ran again' : 'ran'}`;
+    this.setAsidePreviousResult(id, this.latest.get(id)!.attempt ?? 0);
     publishAtomic(this.paths.result(id), renderFallback({ unitId: id, reason: note }), { tag: 'prun' });
     this.record(id, { status: 'cancelled', ended_at: nowIso(), exit_code: null, note }, ['retry']);
     this.followUps.delete(id);
     this.settings.message(`unit ${id} cancelled: ${note}`);
     this.settled(id);
     this.wake?.();
-    return 'cancelled';
+  }
+
+  /**
+   * A unit handed to this driver's supervisor that never started there (it waited for a worker
+   * slot): stopped by `prun cancel`, it is cancelled as a queued unit is; stopped by the batch
+   * (its signal) or lost with its supervisor, it is queued again, as if never handed over.
+   */
+  private endedUnstarted(id: string, died: SupervisorDeath | null): void {
+    const entry = this.latest.get(id)!;
+    if (entry.stop_reason === 'cancel' && died === null) {
+      this.cancelUnstarted(id, this.cancelledBy.get(id) ?? 'prun cancel', (entry.attempt ?? 1) > 1);
+      return;
+    }
+    // No stop_signal: a signal sent to the supervisor itself stopped it, not the batch.
+    const stopped = entry.stop_signal === undefined ? 'stopped' : `stopped (${entry.stop_signal})`;
+    const why = died !== null ? `${supervisorDeathText(died)} before starting it` : `${stopped} before it started`;
+    this.record(id, { status: 'queued', ended_at: null, exit_code: null, note: `${why}; queued again` });
+    this.wake?.();
   }
 
   private defer(id: string, base: Partial<LedgerEntry>, reason: string, refusal: 'quota' | 'busy'): void {
@@ -628,10 +654,28 @@ export class BatchRun {
       envChanges,
       stdout: this.paths.stdoutLog(id),
       stderr: this.paths.stderrLog(id),
+      // The worker slots that are this supervisor's: --jobs, less those adopted units take.
+      slots: this.settings.jobs - this.adoptedRunning(),
     });
     const handedOverAt = Date.now();
     this.live.set(id, { how: 'own', pid, attempt, start, memory: initialMemory(handedOverAt), stallReported: false, firstLookAt: handedOverAt + firstLookAfterMs(this.settings.stallSeconds) });
     this.settings.progress(`started ${id}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
+  }
+
+  /**
+   * The running units, the last handed over first: a stop for every unit reaches the one waiting
+   * in the supervisor for a worker slot (always the last handed over) before any worker exits of
+   * it, so the waiting unit ends there unstarted instead of taking the freed slot.
+   */
+  private newestFirst(): Array<[string, Live]> {
+    return [...this.live].reverse();
+  }
+
+  /** Running units that an earlier driver's supervisor (or a dispatcher process of their own) runs. */
+  private adoptedRunning(): number {
+    let count = 0;
+    for (const live of this.live.values()) if (live.how !== 'own') count += 1;
+    return count;
   }
 
   /** This driver's supervisor, started now if there is none (or the last one died). */
@@ -640,15 +684,20 @@ export class BatchRun {
       this.supervisor = SupervisorClient.start(
         this.paths.dir,
         this.settings.env,
-        (id, attempt, exitCode, died) => {
+        (id, attempt, exitCode, died, started) => {
           const live = this.live.get(id);
           if (live?.how !== 'own' || live.attempt !== attempt) return;
           this.live.delete(id);
+          if (!started) {
+            this.endedUnstarted(id, died);
+            return;
+          }
           this.settle(id, exitCode, null, died === null ? null : supervisorDeathText(died));
         },
-        (death, lost) => {
+        (death, lost, unstarted) => {
           const took = lost.length === 0 ? ' (it hosted no running unit)' : `, taking ${lost.length} running unit(s) with it: ${lost.join(', ')}`;
-          this.settings.message(`${supervisorDeathText(death)}${took}`);
+          const queued = unstarted.length === 0 ? '' : `; not started there, queued again: ${unstarted.join(', ')}`;
+          this.settings.message(`${supervisorDeathText(death)}${took}${queued}`);
         },
       );
     }
@@ -718,7 +767,7 @@ export class BatchRun {
     const first = this.stopping === null || this.stopping === 'quota' || this.stopping === 'halt';
     this.stopping = signal;
     this.settings.message(`${signal}: stopping ${this.live.size} running unit(s)`);
-    for (const [id, live] of this.live) {
+    for (const [id, live] of this.newestFirst()) {
       // A unit already being cancelled stays a cancel: only the signal passes on.
       if (first && this.latest.get(id)!.stop_reason !== 'cancel') this.record(id, { stop_signal: signal }, ['stop_reason']);
       stopRunningUnit(this.running(id, live), signal);
@@ -744,7 +793,7 @@ export class BatchRun {
         status,
         retryAt,
         running: this.live.size,
-        jobs: this.settings.jobs,
+        jobs: this.settings.jobs + unitsAhead({ halt: Boolean(this.settings.halt), quotaWait: this.settings.quotaWait, adoptedRunning: this.adoptedRunning() }),
         now,
         startingAllowed: this.stopping === null && this.settings.startUnits !== false,
       });

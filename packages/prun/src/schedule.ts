@@ -71,6 +71,18 @@ export function decide(view: ScheduleView): ScheduleDecision {
   return { failForDependency, start, wakeAt, finished };
 }
 
+/**
+ * How many units the driver hands its supervisor beyond the --jobs worker slots: one, which
+ * waits there unrecorded and starts the moment a worker exits, so the next worker does not wait
+ * for the previous unit's publication and the driver's round trip (README, "Supervision"). None
+ * when an outcome may stop the batch from starting units (`--halt`, `--no-quota-wait`: the
+ * waiting unit would start before the driver learnt of it), and none while units that another
+ * supervisor runs (adopted from an earlier driver) take slots whose end this one cannot see.
+ */
+export function unitsAhead(view: { halt: boolean; quotaWait: boolean; adoptedRunning: number }): number {
+  return !view.halt && view.quotaWait && view.adoptedRunning === 0 ? 1 : 0;
+}
+
 /** Exit code of a finished batch: 0, or the number of failed and invalid units capped at 100. */
 export function batchExitCode(failed: number): number {
   return Math.min(failed, 100);

@@ -39,6 +39,8 @@ export interface BatchStatus {
    * driver watched, with its exit code: the next `prun batch --resume` settles them.
    */
   endedUnwatched: Map<string, number>;
+  /** Units handed to a live supervisor that has not started them yet (no worker slot free). */
+  notStarted: Set<string>;
 }
 
 /**
@@ -62,10 +64,12 @@ export function batchStatus(dir: string): BatchStatus {
   if (ledger.badLines.length > 0) warnings.push(`ledger lines ${ledger.badLines.join(', ')} of ${paths.ledger} are not valid entries`);
   if (ledger.tornTail) warnings.push(`the ledger's last line (${ledger.tornTail.line}) is torn; the next driver sets it aside`);
   const endedUnwatched = new Map<string, number>();
+  const notStarted = new Set<string>();
   const units = ids.map((id): UnitStatusRow => {
     const entry = latest.get(id);
     const hosted = entry?.status === 'running' ? entryHostedState(paths.dir, entry) : null;
     if (hosted?.kind === 'ended') endedUnwatched.set(id, hosted.exitCode);
+    if (hosted?.kind === 'running' && !hosted.started) notStarted.add(id);
     const head = readResultHead(paths.result(id));
     const summary = head === 'unparsed' ? null : head;
     const fallback = summary?.fallback === true;
@@ -84,8 +88,11 @@ export function batchStatus(dir: string): BatchStatus {
       quota_fallback: entry?.quota_fallback === true,
     };
   });
-  return { units, driverPid: liveLockHolder(paths.lock), warnings, endedUnwatched };
+  return { units, driverPid: liveLockHolder(paths.lock), warnings, endedUnwatched, notStarted };
 }
+
+/** The status detail of a unit handed to its supervisor and not started there yet. */
+export const NOT_STARTED_DETAIL = 'handed over; starts when a worker slot frees';
 
 /** Plain columns, padded; the last column is free text. */
 export function renderTable(header: string[], rows: string[][]): string {
@@ -98,9 +105,14 @@ export function renderTable(header: string[], rows: string[][]): string {
 /**
  * The status table. A `running` unit nothing runs any more is `running(ended)` when its dispatch
  * ended in its supervisor while no driver watched (the detail gives its exit code: `--resume`
- * settles it), and `running(dispatcher gone)` otherwise (it died, or was never handed over).
+ * settles it), and `running(dispatcher gone)` otherwise (it died, or was never handed over). One
+ * handed to its supervisor and not started there yet says so in its detail.
  */
-export function renderStatus(rows: UnitStatusRow[], endedUnwatched: ReadonlyMap<string, number> = new Map()): string {
+export function renderStatus(
+  rows: UnitStatusRow[],
+  endedUnwatched: ReadonlyMap<string, number> = new Map(),
+  notStarted: ReadonlySet<string> = new Set(),
+): string {
   return renderTable(
     ['UNIT', 'STATUS', 'EXIT', 'RESULT', 'DETAIL'],
     rows.map((row) => {
@@ -111,7 +123,11 @@ export function renderStatus(rows: UnitStatusRow[], endedUnwatched: ReadonlyMap<
         row.status + (ended !== undefined ? '(ended)' : gone ? '(dispatcher gone)' : ''),
         row.exit_code === null ? '-' : String(row.exit_code),
         row.result,
-        ended !== undefined ? `ended (exit ${ended}) while no driver watched; prun batch --resume settles it` : (row.reason ?? row.note ?? ''),
+        ended !== undefined
+          ? `ended (exit ${ended}) while no driver watched; prun batch --resume settles it`
+          : notStarted.has(row.id)
+            ? NOT_STARTED_DETAIL
+            : (row.reason ?? row.note ?? ''),
       ];
     }),
   );

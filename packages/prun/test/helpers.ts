@@ -88,6 +88,8 @@ export interface LedgerLine {
   note?: string;
   retry_at?: string;
   attempt?: number;
+  /** The supervisor (or, from a prun before supervisors, the dispatcher process) a `running` line names. */
+  dispatcher_pid?: number;
 }
 
 export function ledger(dir: string): LedgerLine[] {

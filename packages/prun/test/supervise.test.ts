@@ -120,7 +120,12 @@ describe('the batch supervisor', () => {
     expect(ended.exitCode).toBe(2);
     expect(latestStatus(dir)).toEqual({ s1: 'failed', s2: 'failed', later: 'done' });
     for (const id of ['s1', 's2']) expect(lines(dir).findLast((l) => l.id === id)!.note).toBe(`the batch's supervisor (pid ${host.pid}) died of SIGKILL before this unit published a result`);
-    const later = lines(dir).find((l) => l.id === 'later' && l.status === 'running')!;
+    // `later` waited in the dead supervisor for a worker slot: queued again, not failed, it ran
+    // in the new one.
+    expect(lines(dir).find((l) => l.id === 'later' && l.status === 'queued' && l.note !== undefined)!.note).toBe(
+      `the batch's supervisor (pid ${host.pid}) died of SIGKILL before starting it; queued again`,
+    );
+    const later = lines(dir).findLast((l) => l.id === 'later' && l.status === 'running')!;
     expect(later.dispatcher_pid).not.toBe(host.pid);
     expect(workerStarts(box.logDir)).toEqual({ s1: 1, s2: 1, later: 1 });
     await waitFor(() => processesOf(dir).length === 0, 'no process of the batch left', 10_000);
@@ -220,17 +225,17 @@ describe("a hosted unit's state, from its supervisor's files", () => {
     const paths = supervisorPaths(dir, who);
     mkdirSync(paths.units, { recursive: true });
 
-    // Handed over, not yet recorded, not drained: running (the supervisor will read it).
-    expect(hostedState(dir, who, 'u', 2)).toEqual({ kind: 'running' });
+    // Handed over, not yet recorded, not drained: running, not started yet (the supervisor will start it).
+    expect(hostedState(dir, who, 'u', 2)).toEqual({ kind: 'running', started: false });
     writeHostedRecord(paths.unit('u'), { id: 'u', attempt: 2, state: 'running', exit_code: null });
-    expect(hostedState(dir, who, 'u', 2)).toEqual({ kind: 'running' });
+    expect(hostedState(dir, who, 'u', 2)).toEqual({ kind: 'running', started: true });
     // A record of an earlier attempt is not this attempt's.
     writeHostedRecord(paths.unit('v'), { id: 'v', attempt: 1, state: 'ended', exit_code: 0 });
-    expect(hostedState(dir, who, 'v', 2)).toEqual({ kind: 'running' });
+    expect(hostedState(dir, who, 'v', 2)).toEqual({ kind: 'running', started: false });
     writeFileSync(paths.drained, 'now\n');
     // Drained without a record of attempt 2: never handed over.
     expect(hostedState(dir, who, 'v', 2)).toEqual({ kind: 'gone' });
-    expect(hostedState(dir, who, 'u', 2)).toEqual({ kind: 'running' });
+    expect(hostedState(dir, who, 'u', 2)).toEqual({ kind: 'running', started: true });
     writeHostedRecord(paths.unit('u'), { id: 'u', attempt: 2, state: 'ended', exit_code: 75 });
     expect(hostedState(dir, who, 'u', 2)).toEqual({ kind: 'ended', exitCode: 75 });
     // A reused pid is not the supervisor: a later start time names another process.

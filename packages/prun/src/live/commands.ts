@@ -98,7 +98,7 @@ export async function runWait(dirArg: string, json: boolean, out: NodeJS.Writabl
     out.write(`${JSON.stringify(document)}\n`);
   } else {
     const status = batchStatus(paths.dir);
-    out.write(renderStatus(status.units, status.endedUnwatched));
+    out.write(renderStatus(status.units, status.endedUnwatched, status.notStarted));
   }
   return end.exitCode;
 }
@@ -136,7 +136,7 @@ export async function runStatusWatch(dirArg: string, env: NodeJS.ProcessEnv): Pr
   }
   const status = batchStatus(paths.dir);
   for (const warning of status.warnings) stderrLine(warning);
-  process.stdout.write(renderStatus(status.units, status.endedUnwatched));
+  process.stdout.write(renderStatus(status.units, status.endedUnwatched, status.notStarted));
   // A driver killed with units unsettled is no end: say so as `prun wait` does, never exit 0.
   if (look.end.kind === 'abandoned') throw abandoned(paths);
   return EXIT.ok;

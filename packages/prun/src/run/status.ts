@@ -16,7 +16,7 @@ export async function runStatus({ options: values, positionals }: OwnArgs, env: 
   process.stdout.write(
     values.json
       ? `${JSON.stringify({ dir: batchPaths(dir).dir, driver_pid: status.driverPid, units: status.units })}\n`
-      : `${status.driverPid === null ? '' : `driven by prun pid ${status.driverPid}\n`}${renderStatus(status.units, status.endedUnwatched)}`,
+      : `${status.driverPid === null ? '' : `driven by prun pid ${status.driverPid}\n`}${renderStatus(status.units, status.endedUnwatched, status.notStarted)}`,
   );
   return 0;
 }

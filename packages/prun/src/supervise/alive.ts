@@ -10,8 +10,11 @@ import { existsSync } from 'node:fs';
 
 /** Where a hosted unit stands, from its supervisor's files and the supervisor's liveness. */
 export type HostedState =
-  /** Its dispatch runs, or was handed over and will start (the supervisor has not drained yet). */
-  | { kind: 'running' }
+  /**
+   * Its dispatch runs (`started`), or was handed over and will start (the supervisor has not
+   * drained yet): read, or waiting there for a worker slot.
+   */
+  | { kind: 'running'; started: boolean }
   /** Its dispatch ended with this exit code (perhaps while no driver watched). */
   | { kind: 'ended'; exitCode: number }
   /** Nothing runs it: its supervisor died, or never got it (its driver died before handing it over). */
@@ -35,10 +38,10 @@ export function hostedState(batchDir: string, who: SupervisorIdentity, id: strin
   const mine = record !== null && record.id === id && record.attempt === attempt;
   if (mine && record.state === 'ended' && record.exit_code !== null) return { kind: 'ended', exitCode: record.exit_code };
   if (!supervisorAlive(who)) return { kind: 'gone' };
-  if (mine) return { kind: 'running' };
+  if (mine) return { kind: 'running', started: true };
   // No record yet: a request written by a driver that then died is still read by the supervisor
   // before it writes `drained`; after that, no record means it was never handed over.
-  return existsSync(paths.drained) ? { kind: 'gone' } : { kind: 'running' };
+  return existsSync(paths.drained) ? { kind: 'gone' } : { kind: 'running', started: false };
 }
 
 /** The hosted state of the attempt a ledger entry records, or null when no supervisor hosts it. */

@@ -27,15 +27,20 @@ export interface SupervisorDeath {
 
 /**
  * Told once per unit handed over: its dispatch's exit code, or, when the supervisor died before
- * the dispatch ended, the supervisor's and how it died.
+ * the dispatch ended, the supervisor's and how it died. `started` is false for a unit that
+ * never started there (it waited for a worker slot, and was stopped, or the supervisor died).
  */
-export type UnitEnded = (id: string, attempt: number, exitCode: number, died: SupervisorDeath | null) => void;
+export type UnitEnded = (id: string, attempt: number, exitCode: number, died: SupervisorDeath | null, started: boolean) => void;
 
-/** Told once, before the units it took with it are: the supervisor died, hosting these units. */
-export type SupervisorDied = (death: SupervisorDeath, lostUnits: string[]) => void;
+/**
+ * Told once, before the units it took with it are: the supervisor died, hosting `lostUnits`
+ * (started, with no end recorded) and holding `unstarted` (waiting for a worker slot).
+ */
+export type SupervisorDied = (death: SupervisorDeath, lostUnits: string[], unstarted: string[]) => void;
 
 export class SupervisorClient {
-  private readonly waiting = new Map<string, number>();
+  /** Units handed over and not yet ended: their attempt. */
+  private readonly handedOver = new Map<string, number>();
   private closed = false;
   /** The driver has let it go (close): an exit 0 from now on is its normal end. */
   private letGo = false;
@@ -99,7 +104,7 @@ export class SupervisorClient {
 
   /** Hand a unit over; its end comes through `onEnd`, once. */
   start(request: StartRequest): void {
-    this.waiting.set(request.id, request.attempt);
+    this.handedOver.set(request.id, request.attempt);
     this.channel.write(`${JSON.stringify(request)}\n`);
   }
 
@@ -110,26 +115,35 @@ export class SupervisorClient {
     } catch {
       return;
     }
-    if (this.waiting.get(notice.id) !== notice.attempt) return;
-    this.waiting.delete(notice.id);
-    this.onEnd(notice.id, notice.attempt, notice.exit_code, null);
+    if (this.handedOver.get(notice.id) !== notice.attempt) return;
+    this.handedOver.delete(notice.id);
+    this.onEnd(notice.id, notice.attempt, notice.exit_code, null, notice.started !== false);
   }
 
   /**
-   * The supervisor has ended with units still waiting: those it finished have a record; the rest
-   * died with it (their workers by the parent-death signal) and end with its exit code and how it
-   * died. A death the driver did not ask for is told first (`onDied`), even with no unit lost.
+   * The supervisor has ended with units still unsettled: those it finished have a record; those
+   * it started and did not finish died with it (their workers by the parent-death signal) and end
+   * with its exit code and how it died; those it had not started (no record of the attempt) never
+   * ran. A death the driver did not ask for is told first (`onDied`), even with no unit lost.
    */
   private settleRest(exitCode: number, death: SupervisorDeath | null): void {
     const paths = supervisorPaths(this.batchDir, this.identity);
-    const ends = [...this.waiting].map(([id, attempt]) => {
+    const ends = [...this.handedOver].map(([id, attempt]) => {
       const record = readHostedRecord(paths.unit(id));
-      const ended = record !== null && record.attempt === attempt && record.state === 'ended' && record.exit_code !== null;
-      return { id, attempt, recorded: ended ? record.exit_code : null };
+      const mine = record !== null && record.attempt === attempt;
+      const recorded = mine && record.state === 'ended' && record.exit_code !== null ? record.exit_code : null;
+      return { id, attempt, recorded, started: mine };
     });
-    this.waiting.clear();
-    if (death !== null) this.onDied(death, ends.filter((end) => end.recorded === null).map((end) => end.id));
-    for (const end of ends) this.onEnd(end.id, end.attempt, end.recorded ?? exitCode, end.recorded === null ? death : null);
+    this.handedOver.clear();
+    const unsettled = ends.filter((end) => end.recorded === null);
+    if (death !== null) {
+      this.onDied(
+        death,
+        unsettled.filter((end) => end.started).map((end) => end.id),
+        unsettled.filter((end) => !end.started).map((end) => end.id),
+      );
+    }
+    for (const end of ends) this.onEnd(end.id, end.attempt, end.recorded ?? exitCode, end.recorded === null ? death : null, end.started);
   }
 
   /** No more units: let it go (it exits once idle) and wait, briefly, for it to be gone. */

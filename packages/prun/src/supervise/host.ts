@@ -11,6 +11,8 @@ export interface HostedIo {
   stderr: (text: string) => void;
   /** The supervisor's parked chains, shared by the units it runs (the dispatcher's ChainReserve). */
   chains: ChainReserve;
+  /** Called once when the unit's worker has exited, before its outcome is published. */
+  onWorkerExit: () => void;
 }
 
 export interface HostedDispatch {
@@ -27,7 +29,7 @@ export interface HostedDispatch {
 /** Start one dispatch in this process. */
 export function startDispatch(argv: readonly string[], io: HostedIo): HostedDispatch {
   const stopper = new UnitStopper();
-  const done = runUnit({ argv, cwd: io.cwd, env: io.env, stdout: io.stdout, stderr: io.stderr, stop: stopper, chains: io.chains }).catch((error: unknown) => {
+  const done = runUnit({ argv, cwd: io.cwd, env: io.env, stdout: io.stdout, stderr: io.stderr, stop: stopper, chains: io.chains, onWorkerExit: io.onWorkerExit }).catch((error: unknown) => {
     // runUnit never rejects; should it, the unit ends as an internal error, not the supervisor.
     io.stderr(`dispatch-task-agy: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
     return EXIT_INTERNAL;

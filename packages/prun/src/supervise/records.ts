@@ -7,7 +7,8 @@
 //   supervisors/<pid>-<start>/           one supervisor process (pid and /proc start time)
 //     units/<id>.json                    {"id","attempt","state":"running"|"ended","exit_code"}
 //     stop/<id>.<attempt>.<SIGNAL>.<hex>  a request to stop one attempt of one unit (src/stop.ts), consumed
-//     drained                            its driver is gone and every unit it was handed has a record
+//     drained                            its driver is gone: every unit it started has a record, and one
+//                                        it had not started (waiting for a worker slot) never will
 //   supervisors/log                      what the supervisors themselves print (normally nothing)
 //
 // Kept free of zod and of the dispatcher so the supervisor starts small.
@@ -99,6 +100,12 @@ export interface StartRequest {
   /** Where the unit's stdout (its STATE-DIR line) and stderr go: the batch's logs/<id>.*. */
   stdout: string;
   stderr: string;
+  /**
+   * How many workers this supervisor may have running at once (the batch's --jobs, less the
+   * units other supervisors still run): a request beyond them waits here, unrecorded, and
+   * starts the moment a hosted unit's worker exits. The latest request's value counts.
+   */
+  slots: number;
 }
 
 /** Environment variables to set (a string) or remove (null), over a base environment. */
@@ -114,11 +121,13 @@ export function withEnvChanges(base: NodeJS.ProcessEnv, changes: EnvChanges): No
   return env;
 }
 
-/** What the supervisor tells its driver when a unit's dispatch has ended (after its record). */
+/** What the supervisor tells its driver when a unit's dispatch has ended (after its record), or was stopped unstarted. */
 export interface EndNotice {
   id: string;
   attempt: number;
   exit_code: number;
+  /** False for a unit stopped while it waited for a worker slot: it never started (and has no record). */
+  started?: false;
 }
 
 /**

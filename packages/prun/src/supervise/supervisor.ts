@@ -6,6 +6,10 @@
 //   driver -> supervisor   {"op":"start",...} lines (supervise/records.ts StartRequest)
 //   supervisor -> driver   {"id","attempt","exit_code"} once a unit has ended and its record is written
 //
+// The driver may hand over one unit more than there are worker slots (`slots` in each request):
+// that unit waits here, unrecorded, and starts the moment a hosted unit's worker exits, before
+// that unit's result is published and without waiting for the driver (README, "Supervision").
+//
 // It outlives its driver: a killed or crashed driver (EOF on the socket) loses no running unit.
 // The supervisor then takes no more work, writes `drained`, and exits once its last unit has
 // ended. Every unit's state is also in `supervisors/<pid>-<start>/units/<id>.json`, written
@@ -16,7 +20,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, rmSync, watch, writeFileSy
 import { Socket } from 'node:net';
 import { join } from 'node:path';
 import { ChainReserve } from '@prun/dispatcher-agy';
-import { CliError, EXIT_INTERNAL, EXIT_OK, STOP_SIGNALS, type StopSignal } from '@prun/kit/cli';
+import { CliError, EXIT_INTERNAL, EXIT_OK, STOP_SIGNALS, signalExitCode, type StopSignal } from '@prun/kit/cli';
 import { isValidUnitId } from '@prun/unit-state';
 import { processStartTime } from '../units.js';
 import { startDispatch, type HostedDispatch } from './host.js';
@@ -44,7 +48,9 @@ function isStartRequest(value: unknown): value is StartRequest {
     typeof request.envChanges === 'object' &&
     request.envChanges !== null &&
     typeof request.stdout === 'string' &&
-    typeof request.stderr === 'string'
+    typeof request.stderr === 'string' &&
+    Number.isInteger(request.slots) &&
+    (request.slots as number) >= 1
   );
 }
 
@@ -58,6 +64,16 @@ function parseStopName(name: string): { id: string; attempt: number; signal: Sto
 
 class Supervisor {
   private readonly hosted = new Map<string, Hosted>();
+  /**
+   * Units handed over while every worker slot was taken, in the order they came. One starts (and
+   * is recorded) as soon as a hosted unit's worker exits; until then it has no record, so a driver
+   * resuming after this process drained dispatches it again, as one never handed over.
+   */
+  private readonly waiting: StartRequest[] = [];
+  /** Hosted units whose worker has not exited yet: the worker slots taken. */
+  private workersBusy = 0;
+  /** How many workers may run at once (the latest start request's `slots`). */
+  private slots = 1;
   /** `<id>.<attempt>` of every dispatch that ended here: stop requests for them are dropped. */
   private readonly endedHere = new Set<string>();
   private driverGone = false;
@@ -133,7 +149,17 @@ class Supervisor {
       process.stderr.write(`prun supervisor ${process.pid}: ignored a request that is not a start request\n`);
       return;
     }
-    this.start(value);
+    this.slots = value.slots;
+    if (this.workersBusy >= this.slots) this.waiting.push(value);
+    else this.start(value);
+  }
+
+  /** A worker slot has come free (a worker exited, or a dispatch ended without one): start who waits. */
+  private slotFreed(): void {
+    this.workersBusy -= 1;
+    // A stop that came for a waiting unit ends it here, before it could take the slot.
+    if (this.waiting.length > 0 && (this.stopsPending || this.watcherFailed)) this.readStops();
+    while (this.workersBusy < this.slots && this.waiting.length > 0 && !this.driverGone) this.start(this.waiting.shift()!);
   }
 
   /** Record the unit, then start its dispatch; synchronous up to the start, so `drained` is true when written. */
@@ -173,7 +199,15 @@ class Supervisor {
       }
     };
     const env = withEnvChanges(this.batchEnv, request.envChanges);
-    const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env, stdout: write(out), stderr: write(err), chains: this.chains });
+    // The slot is the worker's: it frees when agy exits, not when the unit's result is published.
+    let holdsSlot = true;
+    const freeSlot = (): void => {
+      if (!holdsSlot) return;
+      holdsSlot = false;
+      this.slotFreed();
+    };
+    this.workersBusy += 1;
+    const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env, stdout: write(out), stderr: write(err), chains: this.chains, onWorkerExit: freeSlot });
     this.hosted.set(id, { attempt, dispatch });
     // A stop request that was read before this hand-over applies now.
     if (this.stopsPending || this.watcherFailed) this.readStops();
@@ -181,6 +215,7 @@ class Supervisor {
       closeSync(out);
       closeSync(err);
       this.hosted.delete(id);
+      freeSlot();
       this.ended(id, attempt, code);
     });
   }
@@ -207,7 +242,20 @@ class Supervisor {
   }
 
   private stopAll(signal: StopSignal): void {
+    for (const request of this.waiting.splice(0)) this.endWaiting(request, signal);
     for (const hosted of this.hosted.values()) hosted.dispatch.stop(signal);
+  }
+
+  /**
+   * A waiting unit that is stopped never starts: its end is told (`started: false`, the exit code
+   * a shell reports for that signal) but not recorded, so should the driver be gone before it
+   * reads the notice, the unit reads as never handed over, as nothing of it ran.
+   */
+  private endWaiting(request: StartRequest, signal: StopSignal): void {
+    this.endedHere.add(`${request.id}.${request.attempt}`);
+    const notice: EndNotice = { id: request.id, attempt: request.attempt, exit_code: signalExitCode(signal), started: false };
+    if (!this.driverGone) this.channel.write(`${JSON.stringify(notice)}\n`);
+    this.maybeExit();
   }
 
   /**
@@ -226,6 +274,12 @@ class Supervisor {
     let kept = false;
     for (const name of names) {
       const stop = parseStopName(name);
+      const waits = stop === null ? -1 : this.waiting.findIndex((request) => request.id === stop.id && request.attempt === stop.attempt);
+      if (waits >= 0) {
+        rmSync(join(this.paths.stop, name), { force: true });
+        this.endWaiting(this.waiting.splice(waits, 1)[0]!, stop!.signal);
+        continue;
+      }
       const hosted = stop === null ? undefined : this.hosted.get(stop.id);
       const current = hosted !== undefined && hosted.attempt === stop!.attempt;
       if (stop !== null && !current && !this.endedHere.has(`${stop.id}.${stop.attempt}`)) {
@@ -241,8 +295,10 @@ class Supervisor {
   private onDriverGone(): void {
     if (this.driverGone) return;
     this.driverGone = true;
-    // Every line the driver wrote before it went has been read and its unit recorded: a driver
-    // resuming the batch may now take a unit with no record here as never handed over.
+    // Every line the driver wrote before it went has been read, and every unit started here is
+    // recorded; those still waiting will never start (nobody would watch them): a driver resuming
+    // the batch may now take a unit with no record here as never handed over.
+    this.waiting.length = 0;
     try {
       writeFileSync(this.paths.drained, `${new Date().toISOString()}\n`);
     } catch (error) {

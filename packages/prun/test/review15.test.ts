@@ -159,8 +159,13 @@ describe('--jobs within the open-file limit (review15)', () => {
     expect(hardOpenFilesLimit(limits('unlimited', 'unlimited'))).toBeNull();
     expect(hardOpenFilesLimit(null)).toBeNull();
     expect(openFilesProblem(50, 3, 200)).toBeNull();
-    expect(openFilesProblem(14, 100, 200)).toBeNull();
-    expect(openFilesProblem(15, 100, 200)).toMatch(/^--jobs 15: .* use --jobs 14 or fewer, or raise the limit$/);
+    // With more units than --jobs, the unit handed over ahead counts too: 13 + 1 fit in 200.
+    expect(openFilesProblem(13, 100, 200)).toBeNull();
+    expect(openFilesProblem(14, 100, 200)).toBe(
+      "--jobs 14: 14 units running at once and the one handed over ahead need about 212 open files in the batch's supervisor, but this process may open only 200 (ulimit -n); use --jobs 13 or fewer, or raise the limit",
+    );
+    // No unit waits when the plan has no more units than --jobs.
+    expect(openFilesProblem(14, 14, 200)).toBeNull();
     expect(openFilesProblem(4, 100, 40)).toMatch(/; raise the limit$/);
     expect(openFilesProblem(10_000, 10_000, null)).toBeNull();
   });
@@ -177,7 +182,7 @@ describe('--jobs within the open-file limit (review15)', () => {
     const refused = await prunUnderLimit(200, ['batch', 'plan.json', '--dir', 'fanout', '--jobs', '50'], work);
     expect(refused.exitCode).toBe(2);
     expect(String(refused.stderr)).toBe(
-      "prun: --jobs 50: 50 units running at once need about 632 open files in the batch's supervisor, but this process may open only 200 (ulimit -n); use --jobs 14 or fewer, or raise the limit",
+      "prun: --jobs 50: 50 units running at once need about 632 open files in the batch's supervisor, but this process may open only 200 (ulimit -n); use --jobs 13 or fewer, or raise the limit",
     );
     expect(existsSync(join(work, 'fanout'))).toBe(false);
     expect(workerStarts(box.logDir)).toEqual({});

@@ -699,6 +699,12 @@ export class BatchRun {
           const queued = unstarted.length === 0 ? '' : `; not started there, queued again: ${unstarted.join(', ')}`;
           this.settings.message(`${supervisorDeathText(death)}${took}${queued}`);
         },
+        (id, attempt, startedAt) => {
+          // It waited for a worker slot: `started_at` said when it was handed over.
+          const live = this.live.get(id);
+          if (live?.how !== 'own' || live.attempt !== attempt) return;
+          this.record(id, { started_at: startedAt }, [], { sync: false });
+        },
       );
     }
     return this.supervisor;

@@ -53,11 +53,17 @@ describe('the unit handed over ahead', () => {
     expect(String(status.stdout)).toMatch(/^a +running +- +missing *$/m);
     expect(workerStarts(b.logDir)).toEqual({ a: 1 });
 
+    const handedOverAt = Date.parse(ledger(dir).find((l) => l.id === 'b' && l.status === 'running')!.started_at!);
+    const gateOpenedAt = Date.now();
     openGate(b, 'a');
     const ended = await run;
     expect(ended.exitCode, String(ended.stderr)).toBe(0);
     expect(latestStatus(dir)).toEqual({ a: 'done', b: 'done' });
     expect(workerStarts(b.logDir)).toEqual({ a: 1, b: 1 });
+    // Its started_at says when it started, once the slot freed, not when it was handed over.
+    const startedAt = Date.parse(ledger(dir).findLast((l) => l.id === 'b')!.started_at!);
+    expect(handedOverAt).toBeLessThan(gateOpenedAt);
+    expect(startedAt).toBeGreaterThanOrEqual(gateOpenedAt);
   }, 60_000);
 
   it('--halt and --no-quota-wait hand over none ahead: the next unit stays queued while the slot is taken', async () => {

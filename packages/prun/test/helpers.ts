@@ -85,6 +85,7 @@ export interface LedgerLine {
   status: string;
   exit_code: number | null;
   state_dir: string | null;
+  started_at?: string | null;
   note?: string;
   retry_at?: string;
   attempt?: number;

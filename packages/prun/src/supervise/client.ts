@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { signalExitCode } from '@prun/kit/cli';
 import { processStartTime } from '../units.js';
-import { lineSplitter, readHostedRecord, supervisorPaths, supervisorsRoot, type EndNotice, type StartRequest, type SupervisorIdentity } from './records.js';
+import { lineSplitter, readHostedRecord, supervisorPaths, supervisorsRoot, type EndNotice, type StartNotice, type StartRequest, type SupervisorIdentity } from './records.js';
 
 // The supervisor's entry (main.ts) as `pnpm build` bundles it into CommonJS (tools/bundle-bin.mjs
 // --entry supervise/main): one Node start without the ES module loader, per batch.
@@ -32,6 +32,9 @@ export interface SupervisorDeath {
  */
 export type UnitEnded = (id: string, attempt: number, exitCode: number, died: SupervisorDeath | null, started: boolean) => void;
 
+/** Told when a unit that waited in the supervisor for a worker slot has started there, and when. */
+export type UnitStarted = (id: string, attempt: number, startedAt: string) => void;
+
 /**
  * Told once, before the units it took with it are: the supervisor died, hosting `lostUnits`
  * (started, with no end recorded) and holding `unstarted` (waiting for a worker slot).
@@ -52,6 +55,7 @@ export class SupervisorClient {
     readonly identity: SupervisorIdentity,
     private readonly onEnd: UnitEnded,
     private readonly onDied: SupervisorDied,
+    private readonly onStarted: UnitStarted,
   ) {
     const channel = this.channel;
     channel.setEncoding('utf8');
@@ -74,7 +78,7 @@ export class SupervisorClient {
    * the driver, which passes it on), working in the batch directory, its own messages appended to
    * `supervisors/log`. Throws when it cannot be started.
    */
-  static start(batchDir: string, env: NodeJS.ProcessEnv, onEnd: UnitEnded, onDied: SupervisorDied): SupervisorClient {
+  static start(batchDir: string, env: NodeJS.ProcessEnv, onEnd: UnitEnded, onDied: SupervisorDied, onStarted: UnitStarted): SupervisorClient {
     const root = supervisorsRoot(batchDir);
     mkdirSync(root, { recursive: true });
     const log = openSync(join(root, 'log'), 'a');
@@ -90,7 +94,7 @@ export class SupervisorClient {
       child.kill('SIGKILL');
       throw new Error('the supervisor process did not start');
     }
-    return new SupervisorClient(batchDir, child, { pid: child.pid, start }, onEnd, onDied);
+    return new SupervisorClient(batchDir, child, { pid: child.pid, start }, onEnd, onDied, onStarted);
   }
 
   private get channel(): Socket {
@@ -109,13 +113,17 @@ export class SupervisorClient {
   }
 
   private onNotice(line: string): void {
-    let notice: EndNotice;
+    let notice: EndNotice | StartNotice;
     try {
-      notice = JSON.parse(line) as EndNotice;
+      notice = JSON.parse(line) as EndNotice | StartNotice;
     } catch {
       return;
     }
     if (this.handedOver.get(notice.id) !== notice.attempt) return;
+    if ('started_at' in notice) {
+      this.onStarted(notice.id, notice.attempt, notice.started_at);
+      return;
+    }
     this.handedOver.delete(notice.id);
     this.onEnd(notice.id, notice.attempt, notice.exit_code, null, notice.started !== false);
   }

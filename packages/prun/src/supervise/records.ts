@@ -121,6 +121,17 @@ export function withEnvChanges(base: NodeJS.ProcessEnv, changes: EnvChanges): No
   return env;
 }
 
+/**
+ * What the supervisor tells its driver when a unit that waited for a worker slot has started
+ * (its record written): when it started, for the ledger's `started_at`, which said when it was
+ * handed over.
+ */
+export interface StartNotice {
+  id: string;
+  attempt: number;
+  started_at: string;
+}
+
 /** What the supervisor tells its driver when a unit's dispatch has ended (after its record), or was stopped unstarted. */
 export interface EndNotice {
   id: string;

@@ -5,6 +5,7 @@
 //
 //   driver -> supervisor   {"op":"start",...} lines (supervise/records.ts StartRequest)
 //   supervisor -> driver   {"id","attempt","exit_code"} once a unit has ended and its record is written
+//                          {"id","attempt","started_at"} once a unit that waited for a worker slot has started
 //
 // The driver may hand over one unit more than there are worker slots (`slots` in each request):
 // that unit waits here, unrecorded, and starts the moment a hosted unit's worker exits, before
@@ -24,7 +25,7 @@ import { CliError, EXIT_INTERNAL, EXIT_OK, STOP_SIGNALS, signalExitCode, type St
 import { isValidUnitId } from '@prun/unit-state';
 import { processStartTime } from '../units.js';
 import { startDispatch, type HostedDispatch } from './host.js';
-import { lineSplitter, supervisorPaths, withEnvChanges, writeHostedRecord, type EndNotice, type StartRequest, type SupervisorPaths } from './records.js';
+import { lineSplitter, supervisorPaths, withEnvChanges, writeHostedRecord, type EndNotice, type StartNotice, type StartRequest, type SupervisorPaths } from './records.js';
 
 /** A request line longer than this is not from our driver (a whole environment fits many times). */
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
@@ -159,11 +160,11 @@ class Supervisor {
     this.workersBusy -= 1;
     // A stop that came for a waiting unit ends it here, before it could take the slot.
     if (this.waiting.length > 0 && (this.stopsPending || this.watcherFailed)) this.readStops();
-    while (this.workersBusy < this.slots && this.waiting.length > 0 && !this.driverGone) this.start(this.waiting.shift()!);
+    while (this.workersBusy < this.slots && this.waiting.length > 0 && !this.driverGone) this.start(this.waiting.shift()!, true);
   }
 
   /** Record the unit, then start its dispatch; synchronous up to the start, so `drained` is true when written. */
-  private start(request: StartRequest): void {
+  private start(request: StartRequest, waited = false): void {
     const { id, attempt } = request;
     if (this.hosted.has(id)) {
       // The driver starts a unit only when it is not running: never two dispatches of one unit.
@@ -209,6 +210,10 @@ class Supervisor {
     this.workersBusy += 1;
     const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env, stdout: write(out), stderr: write(err), chains: this.chains, onWorkerExit: freeSlot });
     this.hosted.set(id, { attempt, dispatch });
+    if (waited) {
+      const notice: StartNotice = { id, attempt, started_at: new Date().toISOString() };
+      this.channel.write(`${JSON.stringify(notice)}\n`);
+    }
     // A stop request that was read before this hand-over applies now.
     if (this.stopsPending || this.watcherFailed) this.readStops();
     void dispatch.done.then((code) => {

@@ -11,8 +11,8 @@ import { existsSync } from 'node:fs';
 /** Where a hosted unit stands, from its supervisor's files and the supervisor's liveness. */
 export type HostedState =
   /**
-   * Its dispatch runs (`started`), or was handed over and will start (the supervisor has not
-   * drained yet): read, or waiting there for a worker slot.
+   * Its dispatch runs (`started`), or it was handed over and will start (not `started`: the
+   * supervisor, not drained yet, has still to read it, or holds it until a worker slot frees).
    */
   | { kind: 'running'; started: boolean }
   /** Its dispatch ended with this exit code (perhaps while no driver watched). */

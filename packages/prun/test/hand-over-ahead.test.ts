@@ -71,8 +71,8 @@ describe('the unit handed over ahead', () => {
       const { b, dir, run } = startAhead(args);
       box = b;
       await waitFor(() => existsSync(dir) && handedOver(dir, 'a') && workerStarts(b.logDir).a === 1, "a's worker at its gate");
-      // Long enough for a hand-over ahead to have happened: the driver hands over at once.
-      await new Promise((resolveLater) => setTimeout(resolveLater, 500));
+      // The driver hands over every unit it starts in one pass (a and, ahead, b: the waiting
+      // test above), so once a's worker runs, b would already be `running` were it ahead.
       expect(latestStatus(dir).b, args.join(' ')).toBe('queued');
       openGate(b, 'a');
       expect((await run).exitCode).toBe(0);

@@ -1,8 +1,8 @@
 // The unit handed over ahead (README, "Supervision"): with every worker slot taken, the driver
 // hands its supervisor one unit more, which waits there unrecorded and starts as soon as a
 // worker exits. What a user can see and do with it: status names it, the --jobs limit holds for
-// workers, and a cancel, a signal, a killed driver or a killed supervisor never lose it nor run
-// it twice.
+// workers, and a cancel, a signal or a killed driver never lose it nor run it twice (a killed
+// supervisor: supervise.test.ts and review15.test.ts).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -15,7 +15,6 @@ afterEach(() => {
   box?.cleanup();
   box = undefined;
 });
-
 
 /** `a` holds its worker at a gate, `b` can only wait for a's slot (--jobs 1). */
 function startAhead(args: string[] = []): { b: Sandbox; dir: string; run: ReturnType<typeof prun> } {
@@ -49,7 +48,7 @@ describe('the unit handed over ahead', () => {
     expect(handedOver(dir, 'b')).toBe(false);
     const status = await prun(['status', 'fanout'], { env: b.env, cwd: b.root });
     expect(status.exitCode).toBe(0);
-    expect(String(status.stdout)).toMatch(new RegExp(`^b +running +- +missing +${NOT_STARTED_DETAIL.replace(/[.;]/g, '\\$&')}$`, 'm'));
+    expect(String(status.stdout)).toMatch(new RegExp(`^b +running +- +missing +${NOT_STARTED_DETAIL.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'));
     expect(String(status.stdout)).toMatch(/^a +running +- +missing *$/m);
     expect(workerStarts(b.logDir)).toEqual({ a: 1 });
 

@@ -87,8 +87,9 @@ export interface UnitOptions {
   /**
    * Called once, as soon as the unit's worker has exited (agy's exit reported by its namespace
    * init, or the launch chain gone), before the outcome is read and published: a host that
-   * limits how many workers run at once may start the next one then. Not called when no worker
-   * process was launched (the dispatch ended before, or the launch itself failed).
+   * limits how many workers run at once may start the next one then. Called too when the launch
+   * chain ends without agy having run (a busy directory, a failed exec); never when no chain
+   * was launched (the dispatch ended before, or the chain's spawn failed).
    */
   onWorkerExit?: () => void;
 }

@@ -151,6 +151,8 @@ interface Live {
   stallReported: boolean;
   /** When `observe` first looks at it (ms since epoch): a unit that ends sooner is never looked at. */
   firstLookAt: number;
+  /** The follow-up turn this dispatch runs, if any: queued again with the unit should it end unstarted. */
+  followUp?: FollowUp | null;
 }
 
 /** A follow-up turn to run instead of a fresh dispatch. */
@@ -512,18 +514,21 @@ export class BatchRun {
 
   /**
    * A unit handed to this driver's supervisor that never started there (it waited for a worker
-   * slot): stopped by `prun cancel`, it is cancelled as a queued unit is; stopped by the batch
-   * (its signal) or lost with its supervisor, it is queued again, as if never handed over.
+   * slot): one `prun cancel` asked to stop is cancelled as a queued unit is (even when its
+   * supervisor died before the stop reached it); one stopped by the batch (its signal) or lost
+   * with its supervisor is queued again, as if never handed over, with the follow-up turn it was
+   * to run.
    */
-  private endedUnstarted(id: string, died: SupervisorDeath | null): void {
+  private endedUnstarted(id: string, died: SupervisorDeath | null, followUp: FollowUp | null): void {
     const entry = this.latest.get(id)!;
-    if (entry.stop_reason === 'cancel' && died === null) {
+    if (entry.stop_reason === 'cancel') {
       this.cancelUnstarted(id, this.cancelledBy.get(id) ?? 'prun cancel', (entry.attempt ?? 1) > 1);
       return;
     }
     // No stop_signal: a signal sent to the supervisor itself stopped it, not the batch.
     const stopped = entry.stop_signal === undefined ? 'stopped' : `stopped (${entry.stop_signal})`;
     const why = died !== null ? `${supervisorDeathText(died)} before starting it` : `${stopped} before it started`;
+    if (followUp !== null) this.followUps.set(id, followUp);
     this.record(id, { status: 'queued', ended_at: null, exit_code: null, note: `${why}; queued again` });
     this.wake?.();
   }
@@ -658,7 +663,16 @@ export class BatchRun {
       slots: this.settings.jobs - this.adoptedRunning(),
     });
     const handedOverAt = Date.now();
-    this.live.set(id, { how: 'own', pid, attempt, start, memory: initialMemory(handedOverAt), stallReported: false, firstLookAt: handedOverAt + firstLookAfterMs(this.settings.stallSeconds) });
+    this.live.set(id, {
+      how: 'own',
+      pid,
+      attempt,
+      start,
+      memory: initialMemory(handedOverAt),
+      stallReported: false,
+      firstLookAt: handedOverAt + firstLookAfterMs(this.settings.stallSeconds),
+      followUp,
+    });
     this.settings.progress(`started ${id}${attempt > 1 ? ` (attempt ${attempt})` : ''}`);
   }
 
@@ -689,7 +703,7 @@ export class BatchRun {
           if (live?.how !== 'own' || live.attempt !== attempt) return;
           this.live.delete(id);
           if (!started) {
-            this.endedUnstarted(id, died);
+            this.endedUnstarted(id, died, live.followUp ?? null);
             return;
           }
           this.settle(id, exitCode, null, died === null ? null : supervisorDeathText(died));

@@ -96,6 +96,22 @@ describe('the unit handed over ahead', () => {
     expect(workerStarts(b.logDir)).toEqual({ a: 1 });
   }, 60_000);
 
+  it('prun cancel stays a cancel when the supervisor dies before the stop reaches it', async () => {
+    const { b, dir, run } = startAhead();
+    box = b;
+    await bWaiting(b, dir);
+    const host = ledger(dir).findLast((l) => l.id === 'a' && l.status === 'running')!.dispatcher_pid!;
+    // Frozen, the supervisor cannot read the stop request; then it dies with it unread.
+    process.kill(host, 'SIGSTOP');
+    const cancel = prun(['cancel', 'fanout', 'b'], { env: b.env, cwd: b.root });
+    await waitFor(() => ledger(dir).some((l) => l.id === 'b' && (l as { stop_reason?: string }).stop_reason === 'cancel'), 'the cancel recorded');
+    process.kill(host, 'SIGKILL');
+    expect(String((await cancel).stdout)).toMatch(/^cancelled b: cancelled by prun cancel \(pid \d+\) before it ran$/);
+    await run.catch(() => undefined);
+    expect(latestStatus(dir).b).toBe('cancelled');
+    expect(workerStarts(b.logDir).b).toBeUndefined();
+  }, 60_000);
+
   it('Ctrl-C (SIGINT) queues it again unstarted, with no result; --resume runs it once', async () => {
     const { b, dir, run } = startAhead();
     box = b;

@@ -151,15 +151,21 @@ class Supervisor {
       return;
     }
     this.slots = value.slots;
-    if (this.workersBusy >= this.slots) this.waiting.push(value);
-    else this.start(value);
+    if (this.workersBusy < this.slots) {
+      this.start(value);
+      return;
+    }
+    this.waiting.push(value);
+    // A stop for it read before it came (kept for an attempt not here yet) ends it now.
+    if (this.stopsPending || this.watcherFailed) this.readStops();
   }
 
   /** A worker slot has come free (a worker exited, or a dispatch ended without one): start who waits. */
   private slotFreed(): void {
     this.workersBusy -= 1;
-    // A stop that came for a waiting unit ends it here, before it could take the slot.
-    if (this.waiting.length > 0 && (this.stopsPending || this.watcherFailed)) this.readStops();
+    // A stop that came for a waiting unit ends it here, before it could take the slot: read now,
+    // not only when the watcher has told of one, as its event may wait behind this worker's exit.
+    if (this.waiting.length > 0) this.readStops();
     while (this.workersBusy < this.slots && this.waiting.length > 0 && !this.driverGone) this.start(this.waiting.shift()!, true);
   }
 

@@ -163,9 +163,15 @@ class Supervisor {
   /** A worker slot has come free (a worker exited, or a dispatch ended without one): start who waits. */
   private slotFreed(): void {
     this.workersBusy -= 1;
-    // A stop that came for a waiting unit ends it here, before it could take the slot: read now,
-    // not only when the watcher has told of one, as its event may wait behind this worker's exit.
-    if (this.waiting.length > 0) this.readStops();
+    // After the other events of this turn of the loop: a stop for the waiting unit whose watcher
+    // event came with this worker's exit (a stop of the whole batch reaches the waiting unit
+    // first, so its event is always there by then) ends it before it could take the slot.
+    if (this.waiting.length > 0) setImmediate(() => this.startWaiting());
+  }
+
+  /** Start the waiting units the free slots allow, unless their driver has gone. */
+  private startWaiting(): void {
+    if (this.waiting.length > 0 && (this.stopsPending || this.watcherFailed)) this.readStops();
     while (this.workersBusy < this.slots && this.waiting.length > 0 && !this.driverGone) this.start(this.waiting.shift()!, true);
   }
 

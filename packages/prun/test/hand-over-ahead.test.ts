@@ -16,9 +16,10 @@ afterEach(() => {
   box = undefined;
 });
 
-/** `a` holds its worker at a gate, `b` can only wait for a's slot (--jobs 1). */
+/** `a` holds its worker at a gate, `b` can only wait for a's slot (--jobs 1); the sandbox is the test's `box`. */
 function startAhead(args: string[] = []): { b: Sandbox; dir: string; run: ReturnType<typeof prun> } {
   const b = sandbox();
+  box = b;
   writePlan(b.root, [planUnit('a', '[[gate a]]'), planUnit('b')]);
   const run = prun(['batch', 'plan.json', '--dir', 'fanout', '--jobs', '1', ...args], { env: b.env, cwd: b.root });
   return { b, dir: join(b.root, 'fanout'), run };
@@ -42,7 +43,6 @@ describe('the unit handed over ahead', () => {
 
   it('waits in the supervisor without a worker; prun status from another shell says so; it starts once the slot frees', async () => {
     const { b, dir, run } = startAhead();
-    box = b;
     await bWaiting(b, dir);
     // Handed over, not started: no record in the supervisor, no worker, --jobs 1 holds.
     expect(handedOver(dir, 'b')).toBe(false);
@@ -68,7 +68,6 @@ describe('the unit handed over ahead', () => {
   it('--halt and --no-quota-wait hand over none ahead: the next unit stays queued while the slot is taken', async () => {
     for (const args of [['--halt', 'soon,fail=1'], ['--no-quota-wait']]) {
       const { b, dir, run } = startAhead(args);
-      box = b;
       await waitFor(() => existsSync(dir) && handedOver(dir, 'a') && workerStarts(b.logDir).a === 1, "a's worker at its gate");
       // The driver hands over every unit it starts in one pass (a and, ahead, b: the waiting
       // test above), so once a's worker runs, b would already be `running` were it ahead.
@@ -82,7 +81,6 @@ describe('the unit handed over ahead', () => {
 
   it('prun cancel withdraws it unstarted: cancelled before it ran, no worker, the running unit goes on', async () => {
     const { b, dir, run } = startAhead(['--json']);
-    box = b;
     await bWaiting(b, dir);
     const cancel = await prun(['cancel', 'fanout', 'b'], { env: b.env, cwd: b.root });
     expect(cancel.exitCode).toBe(0);
@@ -98,7 +96,6 @@ describe('the unit handed over ahead', () => {
 
   it('prun cancel stays a cancel when the supervisor dies before the stop reaches it', async () => {
     const { b, dir, run } = startAhead();
-    box = b;
     await bWaiting(b, dir);
     const host = ledger(dir).findLast((l) => l.id === 'a' && l.status === 'running')!.dispatcher_pid!;
     // Frozen, the supervisor cannot read the stop request; then it dies with it unread.
@@ -114,7 +111,6 @@ describe('the unit handed over ahead', () => {
 
   it('Ctrl-C (SIGINT) queues it again unstarted, with no result; --resume runs it once', async () => {
     const { b, dir, run } = startAhead();
-    box = b;
     await bWaiting(b, dir);
     run.kill('SIGINT');
     const ended = await run;
@@ -133,7 +129,6 @@ describe('the unit handed over ahead', () => {
 
   it('kill -9 of the driver: the drained supervisor never starts it; --resume adopts a and runs b once', async () => {
     const { b, dir, run } = startAhead();
-    box = b;
     await bWaiting(b, dir);
     run.kill('SIGKILL');
     await run.catch(() => undefined);

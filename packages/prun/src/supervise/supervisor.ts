@@ -222,10 +222,7 @@ class Supervisor {
     this.workersBusy += 1;
     const dispatch = startDispatch(request.argv, { cwd: this.batchDir, env, stdout: write(out), stderr: write(err), chains: this.chains, onWorkerExit: freeSlot });
     this.hosted.set(id, { attempt, dispatch });
-    if (waited) {
-      const notice: StartNotice = { id, attempt, started_at: new Date().toISOString() };
-      this.channel.write(`${JSON.stringify(notice)}\n`);
-    }
+    if (waited) this.tell({ id, attempt, started_at: new Date().toISOString() });
     // A stop request that was read before this hand-over applies now.
     if (this.stopsPending || this.watcherFailed) this.readStops();
     void dispatch.done.then((code) => {
@@ -237,14 +234,23 @@ class Supervisor {
     });
   }
 
-  private ended(id: string, attempt: number, code: number): void {
+  /**
+   * A unit's end: recorded, then told. One that never `started` (it waited, and was stopped) is
+   * told but not recorded, so should the driver be gone before it reads the notice, the unit
+   * reads as never handed over, as nothing of it ran.
+   */
+  private ended(id: string, attempt: number, code: number, started = true): void {
     this.endedHere.add(`${id}.${attempt}`);
     // Unrecorded, a resumed driver settles the unit from its result alone, as for any dispatch
     // that ended unwatched.
-    this.recorded(id, attempt, 'ended', code);
-    const notice: EndNotice = { id, attempt, exit_code: code };
-    if (!this.driverGone) this.channel.write(`${JSON.stringify(notice)}\n`);
+    if (started) this.recorded(id, attempt, 'ended', code);
+    this.tell(started ? { id, attempt, exit_code: code } : { id, attempt, exit_code: code, started: false });
     this.maybeExit();
+  }
+
+  /** One notice line to the driver; a driver that has gone hears nothing (the records tell). */
+  private tell(notice: EndNotice | StartNotice): void {
+    if (!this.driverGone) this.channel.write(`${JSON.stringify(notice)}\n`);
   }
 
   /** Write a unit's record; false (said in the supervisors' log) when it cannot be written. */
@@ -263,16 +269,9 @@ class Supervisor {
     for (const hosted of this.hosted.values()) hosted.dispatch.stop(signal);
   }
 
-  /**
-   * A waiting unit that is stopped never starts: its end is told (`started: false`, the exit code
-   * a shell reports for that signal) but not recorded, so should the driver be gone before it
-   * reads the notice, the unit reads as never handed over, as nothing of it ran.
-   */
+  /** A waiting unit that is stopped never starts: it ends with the exit code a shell reports for that signal. */
   private endWaiting(request: StartRequest, signal: StopSignal): void {
-    this.endedHere.add(`${request.id}.${request.attempt}`);
-    const notice: EndNotice = { id: request.id, attempt: request.attempt, exit_code: signalExitCode(signal), started: false };
-    if (!this.driverGone) this.channel.write(`${JSON.stringify(notice)}\n`);
-    this.maybeExit();
+    this.ended(request.id, request.attempt, signalExitCode(signal), false);
   }
 
   /**

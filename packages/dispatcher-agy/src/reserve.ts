@@ -9,6 +9,7 @@
  * bookkeeping: the chains are started and given their workers by run.ts.
  */
 import type { LaunchPlan } from './isolation.js';
+import { ChainForker, forkable } from './forker.js';
 
 /** What a parked chain was started with; a unit takes one only when its own are the same. */
 export interface ChainKey {
@@ -46,6 +47,9 @@ export class ChainReserve {
   private spare: { key: ChainKey; chain: SpareChain } | null = null;
   private last: ChainKey | null = null;
   private closed = false;
+  private forker: ChainForker | null = null;
+  /** `fork`: this host's chains may come from a chain forker (`forkerFor`). */
+  constructor(private readonly options: { fork?: boolean } = {}) {}
 
   /**
    * A unit with `key` asks for its chain: the spare when it matches (and is still alive), else
@@ -83,9 +87,35 @@ export class ChainReserve {
     return this.spare !== null;
   }
 
+  /**
+   * The host's chain forker for `plan` (forker.ts), started at the first ask: null while the
+   * reserve is closed, made without `fork`, or when the plan's chain is not one a forker
+   * makes. One plan has one forker; a unit asking for another plan gets none (its chain is spawned).
+   */
+  forkerFor(plan: LaunchPlan): ChainForker | null {
+    if (this.closed || this.options.fork !== true || !forkable(plan)) return null;
+    if (this.forker === null) {
+      try {
+        this.forker = new ChainForker(plan);
+      } catch {
+        return null;
+      }
+    }
+    return this.forker.plan === plan ? this.forker : null;
+  }
+
+  /**
+   * Resolves once the chain forker, if any, has exited: a host calls it after `close` and after
+   * its last unit, before it ends (ChainForker.ended).
+   */
+  ended(graceMs = 2000): Promise<void> {
+    return this.forker?.ended(graceMs) ?? Promise.resolve();
+  }
+
   /** Kill the spare, if any, and park no more. */
   close(): void {
     this.closed = true;
+    this.forker?.close();
     this.spare?.chain.abandon();
     this.spare = null;
   }

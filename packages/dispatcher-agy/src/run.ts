@@ -362,7 +362,7 @@ export async function runDispatch(options: UnitOptions, bin: BinHooks | null): P
  */
 function parkChain(run: Dispatch, plan: LaunchPlan, env: Record<string, string>, cwd: string): WorkerProcess | null {
   try {
-    run.parked = WorkerProcess.park({ plan, env, cwd, dispatcherPid: process.pid }, osConstants.signals);
+    run.parked = WorkerProcess.park({ plan, env, cwd, dispatcherPid: process.pid }, osConstants.signals, run.io.chains?.forkerFor(plan) ?? null);
   } catch {
     run.parked = null;
   }
@@ -749,7 +749,7 @@ async function runWorker(run: Dispatch, command: string[], env: Record<string, s
   // The worker runs: the next unit's chain comes up meanwhile, off the path from this unit's
   // end to the next one's worker.
   const key = run.chainKey;
-  if (run.refillChains && key !== null) run.io.chains?.refill(key, () => WorkerProcess.park({ ...key, dispatcherPid: process.pid }, osConstants.signals));
+  if (run.refillChains && key !== null) run.io.chains?.refill(key, () => WorkerProcess.park({ ...key, dispatcherPid: process.pid }, osConstants.signals, run.io.chains?.forkerFor(key.plan) ?? null));
   const deadline = timerAfter((config.timeoutSeconds + config.killGraceSeconds) * 1000, () => {
     run.deadlineHit = true;
     run.stopWorker('SIGTERM');

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { PROBE_TIMEOUT_MS, initHeader, isolatedChainArgv, launchArgv, parksAtInit, type LaunchPlan, type ProbeResult } from './isolation.js';
 import { errorText, signalGroup } from './process.js';
+import type { ChainForker } from './forker.js';
 
 /** How long captured pipes may stay open after the worker group is gone. */
 const PIPE_DRAIN_MS = 2000;
@@ -39,6 +40,21 @@ export interface ParkSpec {
   /** Where the chain's programs start (agy itself runs in the directory `go` names). */
   cwd: string;
   dispatcherPid: number;
+}
+
+/** The chain from the host's forker when it serves this plan (forker.ts); null: spawn it. */
+function forked(spec: ParkSpec, forker: ChainForker | null): ChildProcess | null {
+  if (forker === null || !forker.usable || forker.plan !== spec.plan) return null;
+  try {
+    return forker.fork(spec);
+  } catch {
+    return null;
+  }
+}
+
+function spawnChain(spec: ParkSpec): ChildProcess {
+  const argv = isolatedChainArgv(spec.plan, spec.dispatcherPid);
+  return spawn(argv[0]!, argv.slice(1), { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true });
 }
 
 const SIGNAL_NAMES = new Map<number, NodeJS.Signals>();
@@ -92,10 +108,8 @@ export class WorkerProcess {
    * Starts `spec.plan`'s isolated chain without a worker: it waits at its init's `ready` for
    * `go`. Throws with the OS error text when the spawn itself fails.
    */
-  static park(spec: ParkSpec, signalNumbers: Record<string, number>): WorkerProcess {
-    const argv = isolatedChainArgv(spec.plan, spec.dispatcherPid);
-    const child = spawn(argv[0]!, argv.slice(1), { cwd: spec.cwd, env: spec.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'], detached: true });
-    return new WorkerProcess(child, spec.plan, signalNumbers);
+  static park(spec: ParkSpec, signalNumbers: Record<string, number>, forker: ChainForker | null = null): WorkerProcess {
+    return new WorkerProcess(forked(spec, forker) ?? spawnChain(spec), spec.plan, signalNumbers);
   }
 
   /** Give a parked chain its worker: agy runs `command` in `dir`, which its tree holds locked. */

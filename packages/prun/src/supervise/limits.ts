@@ -7,7 +7,7 @@ import { BatchError, EXIT } from '../errors.js';
 
 /** Measured 7 per running unit (fake agy, `--jobs 10` and `20`), plus two pipes each for its two preflight calls, which may run at once. */
 export const FILES_PER_RUNNING_UNIT = 12;
-/** What a supervisor holds whatever it runs (Node's own, its driver's socket, its log, a watcher, the spare chain's four pipes): about 25. */
+/** What a supervisor holds whatever it runs (Node's own, its driver's socket, its log, a watcher, the spare chain's four pipes, the chain forker's events socket and its request and reply pipes): about 28. */
 export const SUPERVISOR_BASE_FILES = 32;
 
 /**

@@ -104,7 +104,7 @@ class Supervisor {
    * the unit comes (the dispatcher's ChainReserve); closed, its spare killed, once the driver
    * has gone and no unit can come.
    */
-  private readonly chains = new ChainReserve();
+  private readonly chains = new ChainReserve({ fork: true });
 
   constructor(
     private readonly batchDir: string,
@@ -332,8 +332,9 @@ class Supervisor {
     this.stopWatcher?.close();
     // Every record is written (synchronously); what may still hold the loop (a quota refresh's
     // timer, a drained pipe) has nothing left to tell anyone: the bin edge (main.ts, kit's runBin
-    // with exitWhenDone) ends the process, the signal handlers in place until it is gone.
-    this.finish();
+    // with exitWhenDone) ends the process, the signal handlers in place until it is gone. The
+    // chain forker goes first: it ends with its last chain, which every unit has seen end.
+    void this.chains.ended().then(() => this.finish());
   }
 }
 

@@ -7,8 +7,8 @@
  *
  * What a forked chain is, is exactly what a spawned one is: the forker's child runs the
  * namespace launcher's own code (NAMESPACE_LAUNCHER_SCRIPT, already compiled) with the same
- * arguments, the unit's environment, its directory, a session of its own and fresh pipes on its
- * fds 0-3. Only its parent differs: the launcher's parent-death signal binds it to the forker,
+ * arguments, the unit's environment, its directory, a process group of its own and fresh pipes
+ * on its fds 0-3. Only its parent differs: the launcher's parent-death signal binds it to the forker,
  * and the forker's binds the forker to the host (armed and checked before it says anything), so
  * a host that dies any way still takes every chain with it. The forker serves only the usual
  * chain (one perl process, its parent-death signal armed by prctl, `forkable`); any other plan's
@@ -40,7 +40,7 @@ import { errorText } from './process.js';
 /**
  * The forker's loop, before the launcher's code in the same script: `zserve` returns only in a
  * forked child, which then runs the launcher below it with its @ARGV, %ENV and fds set. POSIX is
- * loaded once, for the forker's life (dup2, setsid, close).
+ * loaded once, for the forker's life (dup2, close, _exit).
  */
 const FORKER_SCRIPT = `
 use POSIX ();
@@ -73,6 +73,10 @@ sub zfork {
   my $pid = fork();
   unless (defined $pid) { zreply('failed', "fork: $!"); close($_) for ($in, $inw, $outr, $out, $errr, $err, $str, $st, $alive, $alivew); return 0; }
   if ($pid == 0) {
+    # A process group of its own, as a spawned chain's (set by the parent too, before it answers:
+    # the host may signal the group as soon as it has the pid). The forker's session is already
+    # not the host's, and has no terminal.
+    setpgrp(0, 0);
     POSIX::dup2(fileno($in), 0); POSIX::dup2(fileno($out), 1); POSIX::dup2(fileno($err), 2); POSIX::dup2(fileno($st), 3);
     # The forker's own handles are closed as perl's: perl counts the users of each fd, and an fd
     # closed behind its back would keep a later handle on the same number from closing. fd 3
@@ -86,7 +90,6 @@ sub zfork {
     my @open = grep { /^\\d+$/ && $_ > 3 && $_ != $keep } readdir($fds);
     closedir($fds);
     POSIX::close($_) for @open;
-    POSIX::setsid();
     chdir($cwd) or POSIX::_exit(120);
     %ENV = ();
     for my $kv (@env) { my $eq = index($kv, '='); $ENV{substr($kv, 0, $eq)} = substr($kv, $eq + 1); }
@@ -94,6 +97,7 @@ sub zfork {
     $zalive = $alivew;
     return 1;
   }
+  setpgrp($pid, $pid);
   close($_) for ($in, $out, $err, $st, $alivew);
   $zchains{$id} = { pid => $pid, alive => $alive, ends => [$inw, $outr, $errr, $str] };
   zreply('chain', $pid, map { fileno($_) } $inw, $outr, $errr, $str);
@@ -184,6 +188,7 @@ export class ChainForker {
   private readonly chains = new Map<string, ForkedChain>();
   private nextId = 0;
   private closed = false;
+  private readonly whenGone: (() => void)[] = [];
 
   /** Starts the forker for `plan` (which must be `forkable`), bound to this process. Throws when the spawn fails. */
   constructor(readonly plan: LaunchPlan) {
@@ -195,7 +200,8 @@ export class ChainForker {
       detached: true,
     });
     this.child.on('error', () => this.gone());
-    this.child.on('exit', () => this.gone());
+    // 'close', not 'exit': the forker's last events (its chains' ends) are read by then.
+    this.child.on('close', () => this.gone());
     let buffered = '';
     const events = this.child.stdout!;
     events.setEncoding('utf8');
@@ -237,7 +243,7 @@ export class ChainForker {
     try {
       this.requestFd = openSync(`/proc/${pid}/fd/${requestEnd}`, 'w');
       this.replyFd = openSync(`/proc/${pid}/fd/${replyEnd}`, 'r');
-      writeSync(this.requestFd, request(['hello']));
+      this.send(['hello']);
       this.state = 'ready';
     } catch {
       this.child.kill('SIGKILL');
@@ -265,6 +271,7 @@ export class ChainForker {
   private gone(): void {
     if (this.state === 'gone') return;
     this.state = 'gone';
+    for (const tell of this.whenGone.splice(0)) tell();
     for (const fd of [this.requestFd, this.replyFd]) if (fd >= 0) closeSync(fd);
     this.requestFd = -1;
     this.replyFd = -1;
@@ -281,8 +288,17 @@ export class ChainForker {
     const id = String((this.nextId += 1));
     // The launcher's arguments (isolatedChainArgv after `--`), its parent the forker.
     const args = isolatedChainArgv(this.plan, this.child.pid!).slice(4);
-    const env = Object.entries(spec.env).map(([name, value]) => `${name}=${value}`);
-    writeSync(this.requestFd, request(['fork', id, spec.cwd, String(env.length), ...env, ...args]));
+    // As a spawn does, an entry without a value is left out.
+    const env = Object.entries(spec.env)
+      .filter(([, value]) => value !== undefined)
+      .map(([name, value]) => `${name}=${value}`);
+    const words = ['fork', id, spec.cwd, String(env.length), ...env, ...args];
+    // What a spawn would refuse (ERR_INVALID_ARG_VALUE) is refused here too: a NUL would shift
+    // every later word of the request.
+    if (words.some((word) => word.includes('\0')) || Object.keys(spec.env).some((name) => name === '' || name.includes('='))) {
+      throw new Error('an environment entry or argument the chain cannot be given');
+    }
+    this.send(words);
     const [word, ...rest] = this.readReply();
     if (word !== 'chain') throw new Error(rest.join(' ') || 'the chain forker did not answer');
     const [pid, ...fds] = rest.map(Number);
@@ -301,13 +317,19 @@ export class ChainForker {
       }
       throw new Error(`could not open the chain's pipes: ${errorText(error)}`);
     } finally {
-      writeSync(this.requestFd, request(['opened', id]));
+      this.send(['opened', id]);
     }
     // A pipe cannot be shut down as a socket can: the end of the input is the end of the fd.
     ends[0]!.on('finish', () => ends[0]!.destroy());
     const chain = new ForkedChain(pid!, ends[0]!, ends[1]!, ends[2]!, ends[3]!);
     this.track(id, chain);
     return chain as unknown as ChildProcess;
+  }
+
+  /** A whole request on the request pipe (blocking; a write may take only part of it). */
+  private send(words: readonly string[]): void {
+    const bytes = request(words);
+    for (let at = 0; at < bytes.length; ) at += writeSync(this.requestFd, bytes, at, bytes.length - at);
   }
 
   /** One line from the reply pipe (blocking: the forker answers at once). */
@@ -338,10 +360,13 @@ export class ChainForker {
    * one still there after `graceMs` is killed.
    */
   ended(graceMs: number): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return Promise.resolve();
+    if (this.state === 'gone') return Promise.resolve();
+    // Waited for: the forker (unref'd while it serves) now holds the host's loop until it is gone.
+    this.child.ref();
+    (this.child.stdout as Socket).ref();
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
-      this.child.once('exit', () => {
+      this.whenGone.push(() => {
         clearTimeout(timer);
         resolve();
       });

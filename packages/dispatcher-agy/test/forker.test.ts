@@ -73,6 +73,8 @@ describe.skipIf(skip)('the chain forker', () => {
     const park = (): WorkerProcess => WorkerProcess.park({ plan, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, cwd: root.dir, dispatcherPid: process.pid }, osConstants.signals, forker);
     try {
       const a = park();
+      // Its own process group as soon as the host has its pid (a stop may come at once).
+      expect(() => process.kill(-a.pid, 0)).not.toThrow();
       const b = park();
       // Both came from the forker (a spawned chain's parent is this process), and both are ready.
       expect(parentOf(a.pid)).not.toBe(process.pid);
@@ -84,6 +86,17 @@ describe.skipIf(skip)('the chain forker', () => {
       expect(first).toEqual({ exit: { code: 3, signal: null }, stdout: 'the prompt\nout\n', stderr: 'err\n' });
       const second = await run(b, root.dir, ['sh', '-c', 'kill -TERM $$'], '');
       expect(second.exit).toEqual({ code: null, signal: 'SIGTERM' });
+      // The unit's environment exactly, a value with a newline included.
+      const withEnv = WorkerProcess.park({ plan, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ODD: 'one\ntwo=three' }, cwd: root.dir, dispatcherPid: process.pid }, osConstants.signals, forker);
+      expect((await withEnv.ready).ok).toBe(true);
+      const shown = await run(withEnv, root.dir, ['sh', '-c', `printf '[%s]' "$ODD"; awk 'BEGIN { for (k in ENVIRON) print k }' | sort | grep -vx 'PWD\\|SHLVL\\|_' | tr '\\n' ' '`], '');
+      expect(shown.stdout).toBe('[one\ntwo=three]ODD PATH ');
+      // The chain's own end, without the init's report: its group killed, the forker's wait status read.
+      const killed = park();
+      expect((await killed.ready).ok).toBe(true);
+      killed.pipeOutput(() => undefined, () => undefined);
+      process.kill(-killed.pid, 'SIGKILL');
+      expect(await killed.finished()).toEqual({ code: null, signal: 'SIGKILL' });
       // A chain that gets no worker is killed, and the forker lets it go.
       const c = park();
       expect((await c.ready).ok).toBe(true);

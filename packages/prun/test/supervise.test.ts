@@ -159,14 +159,31 @@ describe('the batch supervisor', () => {
  * The supervisor's live children: with the preflight off, the launch chains of its units and its
  * spare (each chain's leader is the perl launcher, which execs unshare, and stays its child; setpriv first where the plan uses it).
  */
-function chainsOf(supervisor: number): number[] {
-  let children: string[];
+function childrenOf(pid: number): number[] {
   try {
-    children = readFileSync(`/proc/${supervisor}/task/${supervisor}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number).filter((child) => running(child));
   } catch {
     return [];
   }
-  return children.map(Number).filter((pid) => running(pid));
+}
+
+/** The supervisor's chain forker (the dispatcher's forker.ts): its perl child running `zserve`. */
+function forkerOf(supervisor: number): number | null {
+  return (
+    childrenOf(supervisor).find((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('zserve()');
+      } catch {
+        return false;
+      }
+    }) ?? null
+  );
+}
+
+/** The supervisor's launch chains: those it spawned, and those its chain forker forked. */
+function chainsOf(supervisor: number): number[] {
+  const forker = forkerOf(supervisor);
+  return [...childrenOf(supervisor).filter((pid) => pid !== forker), ...(forker === null ? [] : childrenOf(forker))];
 }
 
 const running = (pid: number): boolean => {
@@ -207,8 +224,11 @@ describe("the supervisor's spare chain (the next unit's, parked while units run)
     const host = supervisorOfUnit(dir, 'h1');
     await waitFor(() => chainsOf(host.pid).length === 3, 'two running chains and a spare');
     const chains = chainsOf(host.pid);
+    const forker = forkerOf(host.pid);
     process.kill(host.pid, 'SIGKILL');
     await waitFor(() => chains.every((pid) => !running(pid)), 'every chain, the spare too, to die with the supervisor', 5_000);
+    // The chain forker, when the chains came from it, dies with the supervisor too.
+    await waitFor(() => forker === null || !running(forker), 'the chain forker to die with the supervisor', 5_000);
     expect((await run).exitCode).toBe(2);
   }, 90_000);
 });

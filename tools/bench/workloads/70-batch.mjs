@@ -6,8 +6,8 @@
 //   and where its wall time goes per worker (the hand-over from one worker's end to the next
 //   one's start, Node's start-up, the worker's own run), from fake agy's FAKE_AGY_TIMES_FILE;
 // - memory: a 50-unit batch with all 50 units running (fake agy that never ends), the summed
-//   RSS of prun's own processes (the driver and the batch's supervisor, and any dispatcher
-//   process), beside the goal of 600 MiB and beside 50 standalone `prun-dispatch-agy` processes
+//   RSS of prun's own processes (the driver, the batch's supervisor and its chain forker, and any
+//   dispatcher process), beside the goal of 600 MiB and beside 50 standalone `prun-dispatch-agy` processes
 //   running the same units (what the batch cost when every running unit had a dispatcher process
 //   of its own). The launch chain (perl, unshare, setpriv) and the workers are printed apart:
 //   they are the dispatcher's isolation and the agents themselves, the same in both.
@@ -186,6 +186,8 @@ function treeRss(roots) {
   const table = processTable();
   const children = new Map();
   for (const p of table) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
+  const byPid = new Map(table.map((p) => [p.pid, p]));
+  const forkerScript = (p) => p !== undefined && /(^|\/)perl$/.test(p.argv[0] ?? '') && (p.argv[2] ?? '').includes('zserve()');
   const seen = [];
   const stack = table.filter((p) => roots.includes(p.pid));
   while (stack.length > 0) {
@@ -197,7 +199,10 @@ function treeRss(roots) {
   for (const p of seen) {
     // Node processes by their script; anything else (setpriv, perl, unshare) is the launch chain.
     const script = /(^|\/)node$/.test(p.argv[0] ?? '') ? (p.argv[1] ?? '') : null;
-    if (script === null) groups.chain.push(p);
+    // The supervisor's chain forker is perl, but prun's own: one per batch, not per unit (the
+    // chains it forks carry its command line too; their parent is the forker, not the supervisor).
+    if (script === null && forkerScript(p) && !forkerScript(byPid.get(p.ppid))) groups.prun.push(p);
+    else if (script === null) groups.chain.push(p);
     else if (/fake-agy/.test(script)) groups.workers.push(p);
     else if (/packages\/(prun|dispatcher-agy)\//.test(script)) groups.prun.push(p);
     else groups.chain.push(p);
@@ -414,6 +419,6 @@ export async function run(ctx) {
       `Both sides ran with NODE_EXTRA_CA_CERTS unset${caSet === null ? '' : ` (with it set, as this machine has it, which adds the same start-up cost to every worker: ${ratios(caSet)})`}` +
       ` and with ANTIGRAVITY_PREFLIGHT=off and PRUN_AGY_QUOTA_GATE=off: with the preflight on, as by default, each unit also runs \`agy --version\` and \`agy models\` before its worker. ` +
       `The batch's state was on ${rootFs ?? 'an unknown file system'}${onTmpfs === null ? '' : ` (the same rounds with it on tmpfs: ${ratios(onTmpfs)}; ext4 without a journal makes every new file scan the recently deleted inodes)`}. ` +
-      `With ${RUNNING} units running (fake agy that never ends), prun's own processes (the driver and the batch's supervisor: ${batch.prun.count} processes) sum to ${batch.prun.mib.toFixed(0)} MiB of RSS (goal: at most ${GOAL_MIB} MiB); ${RUNNING} standalone dispatcher processes running the same units: ${standalone.prun.mib.toFixed(0)} MiB.`,
+      `With ${RUNNING} units running (fake agy that never ends), prun's own processes (the driver, the batch's supervisor and its chain forker: ${batch.prun.count} processes) sum to ${batch.prun.mib.toFixed(0)} MiB of RSS (goal: at most ${GOAL_MIB} MiB); ${RUNNING} standalone dispatcher processes running the same units: ${standalone.prun.mib.toFixed(0)} MiB.`,
   });
 }

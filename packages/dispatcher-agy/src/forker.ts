@@ -196,7 +196,7 @@ export class ChainForker {
     const [perl] = isolatedChainArgv(plan, process.pid);
     this.child = spawn(perl!, ['-e', `${FORKER_SCRIPT}${NAMESPACE_LAUNCHER_SCRIPT}`, '--', String(process.pid), String(plan.prctlSyscall ?? 0)], {
       stdio: ['ignore', 'pipe', 'ignore'],
-      // Its own session, as every chain has: a signal to the host's group does not reach it.
+      // A session of its own (which its chains share, each in a group of its own): a signal to the host's group reaches none of them.
       detached: true,
     });
     this.child.on('error', () => this.gone());

@@ -6,7 +6,8 @@
  * does, on the path from one unit's end to the next one's worker; a spare parked while a unit
  * runs is ready when the next one comes. A spare is an ordinary parked chain: under the same
  * parent-death signal and PID namespace as every chain, killed when no unit takes it. Plain
- * bookkeeping: the chains are started and given their workers by run.ts.
+ * bookkeeping: the chains are started and given their workers by run.ts. Made with `fork`, it
+ * also owns the host's chain forker (forker.ts), from which run.ts then forks them.
  */
 import type { LaunchPlan } from './isolation.js';
 import { ChainForker, forkable } from './forker.js';

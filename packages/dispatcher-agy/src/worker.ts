@@ -106,7 +106,8 @@ export class WorkerProcess {
 
   /**
    * Starts `spec.plan`'s isolated chain without a worker: it waits at its init's `ready` for
-   * `go`. Throws with the OS error text when the spawn itself fails.
+   * `go`. Forked from `forker` when it serves the plan (forker.ts), else spawned. Throws with the
+   * OS error text when the spawn itself fails.
    */
   static park(spec: ParkSpec, signalNumbers: Record<string, number>, forker: ChainForker | null = null): WorkerProcess {
     return new WorkerProcess(forked(spec, forker) ?? spawnChain(spec), spec.plan, signalNumbers);

@@ -63,6 +63,28 @@ describe('prun batch on a terminal', () => {
     expect(final).not.toMatch(/^prun: (started|done) /m);
   }, 90_000);
 
+  it('cuts a line of combining characters by the columns it takes, and never wraps it', async (ctx) => {
+    if (!haveTmux) ctx.skip('tmux is not installed: no terminal to draw on');
+    box = sandbox();
+    const plan = writePlan(box.root, [unit('held', {}, '[[gate hold]]')]);
+    // 60 columns of `é` spelled as e + U+0301 (which takes none), in a 50-column pane: the
+    // header is cut where the columns run out (38 of them after `prun batch `), not where the
+    // code points would (a count of code points, or the estimate used until string-width has
+    // loaded, cuts it far earlier), and it is never wrapped onto a second line.
+    const dir = 'e\u0301'.repeat(60);
+    terminal = new Terminal(box.root, 'wide');
+    terminal.start([process.execPath, prunBin, 'batch', plan, '--dir', dir, '--jobs', '1'], { env: { ...box.env, TERM: 'xterm-256color' }, cwd: box.root, columns: 50 });
+    const expected = `prun batch ${'\u00e9'.repeat(38)}\u2026`;
+    const screen = await terminal.waitForScreen((s) => s.normalize('NFC').split('\n').includes(expected), 'the header cut at 50 columns');
+    const lines = screen.normalize('NFC').split('\n');
+    // The line after the header is the panel's own next line, not the rest of the directory.
+    expect(lines[lines.indexOf(expected) + 1]).not.toMatch(/^\u00e9/);
+    openGate(box, 'hold');
+    const final = await terminal.waitForScreen(() => terminal!.exitCode() !== null, 'the batch to end');
+    expect(terminal.exitCode()).toBe(0);
+    expect(header(final)).toBeNull();
+  }, 90_000);
+
   it('shows the quota group and a countdown while a unit is deferred to a reset', async (ctx) => {
     if (!haveTmux) ctx.skip('tmux is not installed: no terminal to draw on');
     box = sandbox();

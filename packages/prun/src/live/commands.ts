@@ -111,7 +111,7 @@ export async function runStatusWatch(dirArg: string, env: NodeJS.ProcessEnv): Pr
   let panel: LivePanel | null = null;
   if (panelWanted(env) && look.end.kind === 'running') {
     const [stallName, stallDefault] = MONITOR_ENV.stallThresholdS;
-    // Loaded only for a person's terminal, as `prun batch` does (its terminal code and log-update).
+    // Loaded only for a person's terminal, as `prun batch` does (its terminal code and libraries).
     const { LivePanel } = await import('./live-panel.js');
     panel = await LivePanel.open(
       {

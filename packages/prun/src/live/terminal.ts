@@ -1,6 +1,7 @@
-// Drawing the panel on a terminal. The terminal libraries (log-update for the redraw in place,
-// string-width for the width of a line, picocolors for colour; see the package README) are
-// imported here on first use only, so no other command pays for loading them.
+// Drawing the panel on a terminal: redrawn in place by the few standard escape sequences below,
+// picocolors for colour, and string-width for the columns of a line that is not plain Latin
+// text. Each is loaded on first use only, so no other command pays for it (package README,
+// "Terminal libraries").
 import type { Paint, PanelSize } from './panel.js';
 
 export interface PanelTerminal {
@@ -17,28 +18,44 @@ export interface PanelTerminal {
 /** A terminal that reports no size (a pty nobody sized) is taken as 80x24. */
 const DEFAULT_SIZE: PanelSize = { columns: 80, rows: 24 };
 
+const CSI = '\u001b[';
+const HIDE_CURSOR = `${CSI}?25l`;
+const SHOW_CURSOR = `${CSI}?25h`;
+// Synchronized output (DEC private mode 2026): the terminal shows a frame whole, never half
+// drawn; a terminal without it ignores both.
+const BEGIN_FRAME = `${CSI}?2026h`;
+const END_FRAME = `${CSI}?2026l`;
+const ERASE_LINE = `${CSI}2K`;
+const LINE_UP = `${CSI}1A`;
+
+/**
+ * Erase the last frame's `lines` lines, from the cursor (which a frame leaves at the start of
+ * the line below it), and end at column 1 of the first. Line by line, as log-update does: an
+ * erase to the end of the screen from its top-left corner would push the old frame into tmux's
+ * scroll-back at every redraw.
+ */
+const eraseFrame = (lines: number): string => `${ERASE_LINE}${`${LINE_UP}${ERASE_LINE}`.repeat(lines)}\r`;
+
+/**
+ * Printable ASCII and Latin-1 (but the soft hyphen, which takes no column) take one column a
+ * character: the panel's own text, the ids and the models. Only a line with anything else asks
+ * string-width, whose grapheme segmenter and emoji pattern cost about 40 ms of CPU to set up.
+ */
+const ONE_COLUMN_EACH = /^[\x20-\x7e\xa0-\xac\xae-\xff]*$/;
+
+/** At least the columns `text` takes, before string-width is loaded: two for anything wider than Latin-1. */
+function columnsAtMost(text: string): number {
+  let columns = 0;
+  for (const char of text) columns += ONE_COLUMN_EACH.test(char) ? 1 : 2;
+  return columns;
+}
+
 export async function openTerminal(stream: NodeJS.WriteStream): Promise<PanelTerminal> {
-  const [{ createLogUpdate }, { default: stringWidth }, { createColors }] = await Promise.all([
-    import('log-update'),
-    import('string-width'),
-    import('picocolors'),
-  ]);
+  const { createColors } = await import('picocolors');
   const size = (): PanelSize => ({
     columns: stream.columns > 0 ? stream.columns : DEFAULT_SIZE.columns,
     rows: stream.rows > 0 ? stream.rows : DEFAULT_SIZE.rows,
   });
-  // log-update reads the size from the stream it writes to: give it the same fallback.
-  const sized = {
-    isTTY: true,
-    write: (text: string) => stream.write(text),
-    get columns() {
-      return size().columns;
-    },
-    get rows() {
-      return size().rows;
-    },
-  } as unknown as NodeJS.WriteStream;
-  const update = createLogUpdate(sized);
   const colours = createColors(true);
   const paint: Paint = {
     green: colours.green,
@@ -49,41 +66,80 @@ export async function openTerminal(stream: NodeJS.WriteStream): Promise<PanelTer
     bold: colours.bold,
   };
 
-  /** `text` cut to `width` columns (wide characters count double), with an ellipsis when cut. */
-  const cut = (text: string, width: number): string => {
+  // string-width, once a line needs it: until it has loaded (by the next frame, a second later),
+  // such a line is measured by `columnsAtMost`, so it is cut early rather than wrapped.
+  let stringWidth: ((text: string) => number) | null = null;
+  let loading: Promise<void> | null = null;
+  const width = (text: string): number => {
+    if (ONE_COLUMN_EACH.test(text)) return text.length;
+    if (stringWidth !== null) return stringWidth(text);
+    loading ??= import('string-width').then(
+      (loaded) => {
+        stringWidth = loaded.default;
+      },
+      // Never expected: the estimate stays, and no line wraps.
+      () => undefined,
+    );
+    return columnsAtMost(text);
+  };
+
+  /** `text` cut to `columns` (wide characters count double), with an ellipsis. */
+  const cut = (text: string, columns: number): string => {
     let used = 0;
     let out = '';
     for (const char of text) {
-      const w = stringWidth(char);
-      if (used + w > width - 1) return `${out}…`;
+      const w = width(char);
+      if (used + w > columns - 1) return `${out}…`;
       used += w;
       out += char;
     }
     return out;
   };
 
+  /** Lines of the panel now on screen (0: none), and whether the cursor is hidden. */
+  let drawn = 0;
+  let hidden = false;
+  // A process that ends with the cursor hidden (an error path, process.exit) gives it back.
+  const showOnExit = (): void => {
+    stream.write(SHOW_CURSOR);
+  };
+  /** The sequence that hides or shows the cursor, if it is not so already. */
+  const cursor = (hide: boolean): string => {
+    if (hidden === hide) return '';
+    hidden = hide;
+    if (hide) process.on('exit', showOnExit);
+    else process.off('exit', showOnExit);
+    return hide ? HIDE_CURSOR : SHOW_CURSOR;
+  };
+
+  const erase = (): string => {
+    const sequence = drawn > 0 ? eraseFrame(drawn) : '';
+    drawn = 0;
+    return sequence;
+  };
+
+  const draw = (painted: readonly string[], plain: readonly string[]): void => {
+    // A line wider than the terminal would wrap and break the redraw: cut it (its plain text;
+    // escape codes take no columns but cannot be cut through).
+    const columns = size().columns;
+    const lines = painted.map((line, i) => {
+      const text = plain[i] ?? line;
+      return width(text) >= columns ? cut(text, columns) : line;
+    });
+    stream.write(`${BEGIN_FRAME}${cursor(true)}${erase()}${lines.map((line) => `${line}\n`).join('')}${END_FRAME}`);
+    drawn = lines.length;
+  };
+
   return {
     paint,
     size,
-    draw(painted, plain) {
-      // A line wider than the terminal would wrap and break the redraw: cut it (its plain
-      // text; escape codes take no columns but cannot be cut through).
-      const width = size().columns;
-      const lines = painted.map((line, i) => {
-        const text = plain[i] ?? line;
-        // Printable ASCII takes one column a character: no need to ask string-width.
-        const columns = /^[\x20-\x7e]*$/.test(text) ? text.length : stringWidth(text);
-        return columns >= width ? cut(text, width) : line;
-      });
-      update(lines.join('\n'));
-    },
+    draw,
     note(line) {
-      update.clear();
-      stream.write(`${line}\n`);
+      stream.write(`${erase()}${line}\n`);
     },
     close() {
-      update.clear();
-      update.done();
+      const sequence = `${erase()}${cursor(false)}`;
+      if (sequence !== '') stream.write(sequence);
     },
   };
 }

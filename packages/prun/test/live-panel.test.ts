@@ -3,6 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { countUnits, etaMs, headerLines, panelLines, unitLine, type PanelState, type PanelUnit } from '../src/live/panel.js';
 import { TailRenderer, renderEventLine } from '../src/live/log.js';
+import { cutToColumns } from '../src/live/terminal.js';
+import stringWidth from 'string-width';
 import { ABANDON_GRACE_MS, batchEnd } from '../src/live/watch.js';
 
 const NOW = Date.parse('2026-12-01T12:00:00Z');
@@ -50,6 +52,30 @@ describe('panel lines', () => {
     const hostile = panelLines(state(units, { dir: 'dE\u001b[31mX\u001b]0;pwn\u0007' }), { columns: 200, rows: 24 });
     for (const line of hostile) expect(line).not.toMatch(/[\u0000-\u001f]/);
     expect(hostile[0]).toMatch(/^prun batch dE\\x1b\[31mX\\x1b\]0;pwn\\x07 /);
+  });
+
+  it('escapes the model as it escapes the directory, and never draws more lines than the terminal has rows but one', () => {
+    // A model from a YAML plan (`model: |`) or a state directory's `model` file may hold a newline:
+    // drawn as it is, it would take two rows where the panel counts one.
+    const running = unit('r', { status: 'running', startedAtMs: NOW - 5_000, model: 'm-one\nm-two\u001b[2J' });
+    const lines = panelLines(state([running]), { columns: 120, rows: 24 });
+    for (const line of lines) expect(line).not.toMatch(/[\u0000-\u001f]/);
+    expect(lines.at(-1)).toMatch(/m-one\\x0am-two\\x1b\[2J$/);
+    // Three rows, a header of two lines at 30 columns: two lines, the cursor's row left free.
+    const busy = [unit('a', { status: 'running', startedAtMs: NOW - 5_000 }), unit('b', { status: 'running', startedAtMs: NOW - 5_000 })];
+    expect(headerLines(state(busy), undefined, 30).length).toBeGreaterThanOrEqual(2);
+    for (const rows of [1, 2, 3, 4]) expect(panelLines(state(busy), { columns: 30, rows }).length).toBeLessThanOrEqual(rows - 1);
+  });
+
+  it('cuts a line to the terminal by graphemes, so it never takes more columns than it has', () => {
+    // U+2714 takes one column, with the emoji selector after it two: a cut a code point at a time
+    // would count 30 of them as 30 columns and leave a line of 60 that wraps.
+    const checks = '\u2714\ufe0f'.repeat(30);
+    const cut = cutToColumns(checks, 40, stringWidth);
+    expect(cut).toBe(`${'\u2714\ufe0f'.repeat(19)}\u2026`);
+    expect(stringWidth(cut)).toBeLessThanOrEqual(40);
+    expect(cutToColumns('x'.repeat(60), 40, stringWidth)).toBe(`${'x'.repeat(39)}\u2026`);
+    expect(cutToColumns('\u6f22'.repeat(30), 40, stringWidth)).toBe(`${'\u6f22'.repeat(19)}\u2026`);
   });
 
   it('takes the ETA only from units that ran to completion, never from cancelled, killed or dependency-failed ones', () => {

@@ -183,7 +183,8 @@ export function unitLine(unit: PanelUnit, nowMs: number, idWidth: number, paint:
   const growth = unit.status === 'running' && unit.growthPerS !== null ? ` +${formatBytes(unit.growthPerS)}/s` : '';
   const fields = [`${unit.id.padEnd(idWidth)}`, status, elapsed.padStart(6), `${tail}${growth}`.padEnd(24)];
   if (deferred && unit.retryAtMs !== null) fields.push(paint.yellow(`retry in ${formatElapsed(Math.max(0, unit.retryAtMs - nowMs))}`));
-  else if (unit.model !== null) fields.push(paint.dim(unit.model));
+  // The model is read from the plan, the ledger or the state directory: shown escaped, as the directory is.
+  else if (unit.model !== null) fields.push(paint.dim(printable(unit.model)));
   if (unit.attempt > 1) fields.push(paint.dim(`attempt ${unit.attempt}`));
   if (unit.stalled && unit.status === 'running') fields.push(paint.yellow('STALLED'));
   return `  ${fields.join('  ')}`.trimEnd();
@@ -223,5 +224,7 @@ export function panelLines(state: PanelState, size: PanelSize, paint: Paint = NO
     const what = running > 0 ? `${running} more running` : `${hidden.length} more`;
     lines.push(paint.dim(`  ... ${what} (prun status ${printable(state.dir)} lists every unit)`));
   }
-  return lines;
+  // A header taller than the terminal (a pane of a few rows) is cut too: a frame that reached the
+  // last row would scroll its first line into the scroll-back at every redraw.
+  return lines.slice(0, Math.max(0, size.rows - 1));
 }

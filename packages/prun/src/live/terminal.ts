@@ -26,6 +26,8 @@ const SHOW_CURSOR = `${CSI}?25h`;
 const BEGIN_FRAME = `${CSI}?2026h`;
 const END_FRAME = `${CSI}?2026l`;
 const ERASE_LINE = `${CSI}2K`;
+/** The signals whose default action ends a process at a terminal (Ctrl-C, kill, a closed terminal). */
+const ENDING_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const LINE_UP = `${CSI}1A`;
 
 /**
@@ -48,6 +50,28 @@ function columnsAtMost(text: string): number {
   let columns = 0;
   for (const char of text) columns += ONE_COLUMN_EACH.test(char) ? 1 : 2;
   return columns;
+}
+
+let graphemes: Intl.Segmenter | null = null;
+
+/**
+ * `text` cut to at most `columns` columns by `width`, the last of them an ellipsis; measured a
+ * grapheme at a time, since a code point alone can take fewer columns than with its neighbours
+ * (U+2714 takes one, followed by the emoji selector U+FE0F two). The segmenter is made only for
+ * a line beyond Latin-1.
+ */
+export function cutToColumns(text: string, columns: number, width: (text: string) => number): string {
+  if (ONE_COLUMN_EACH.test(text)) return `${text.slice(0, columns - 1)}…`;
+  graphemes ??= new Intl.Segmenter();
+  let used = 0;
+  let out = '';
+  for (const { segment } of graphemes.segment(text)) {
+    const w = width(segment);
+    if (used + w > columns - 1) return `${out}…`;
+    used += w;
+    out += segment;
+  }
+  return out;
 }
 
 export async function openTerminal(stream: NodeJS.WriteStream): Promise<PanelTerminal> {
@@ -83,32 +107,29 @@ export async function openTerminal(stream: NodeJS.WriteStream): Promise<PanelTer
     return columnsAtMost(text);
   };
 
-  /** `text` cut to `columns` (wide characters count double), with an ellipsis. */
-  const cut = (text: string, columns: number): string => {
-    let used = 0;
-    let out = '';
-    for (const char of text) {
-      const w = width(char);
-      if (used + w > columns - 1) return `${out}…`;
-      used += w;
-      out += char;
-    }
-    return out;
-  };
 
   /** Lines of the panel now on screen (0: none), and whether the cursor is hidden. */
   let drawn = 0;
   let hidden = false;
-  // A process that ends with the cursor hidden (an error path, process.exit) gives it back.
+  // A process that ends with the cursor hidden gives it back: at exit (an error path,
+  // process.exit), and when a signal would end it that nothing else here handles (Ctrl-C in
+  // `prun status --watch`): the cursor is shown, and the signal's default action then ends
+  // the process, as it would have (the way signal-exit, which log-update used, does it).
   const showOnExit = (): void => {
     stream.write(SHOW_CURSOR);
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (process.listenerCount(signal) > 1) return;
+    stream.write(cursor(false));
+    process.kill(process.pid, signal);
   };
   /** The sequence that hides or shows the cursor, if it is not so already. */
   const cursor = (hide: boolean): string => {
     if (hidden === hide) return '';
     hidden = hide;
-    if (hide) process.on('exit', showOnExit);
-    else process.off('exit', showOnExit);
+    const listen = hide ? process.on.bind(process) : process.off.bind(process);
+    listen('exit', showOnExit);
+    for (const signal of ENDING_SIGNALS) listen(signal, onSignal);
     return hide ? HIDE_CURSOR : SHOW_CURSOR;
   };
 
@@ -124,7 +145,7 @@ export async function openTerminal(stream: NodeJS.WriteStream): Promise<PanelTer
     const columns = size().columns;
     const lines = painted.map((line, i) => {
       const text = plain[i] ?? line;
-      return width(text) >= columns ? cut(text, columns) : line;
+      return width(text) >= columns ? cutToColumns(text, columns, width) : line;
     });
     stream.write(`${BEGIN_FRAME}${cursor(true)}${erase()}${lines.map((line) => `${line}\n`).join('')}${END_FRAME}`);
     drawn = lines.length;

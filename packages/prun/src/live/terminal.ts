@@ -26,9 +26,9 @@ const SHOW_CURSOR = `${CSI}?25h`;
 const BEGIN_FRAME = `${CSI}?2026h`;
 const END_FRAME = `${CSI}?2026l`;
 const ERASE_LINE = `${CSI}2K`;
+const LINE_UP = `${CSI}1A`;
 /** The signals whose default action ends a process at a terminal (Ctrl-C, kill, a closed terminal). */
 const ENDING_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-const LINE_UP = `${CSI}1A`;
 
 /**
  * Erase the last frame's `lines` lines, from the cursor (which a frame leaves at the start of
@@ -106,7 +106,6 @@ export async function openTerminal(stream: NodeJS.WriteStream): Promise<PanelTer
     );
     return columnsAtMost(text);
   };
-
 
   /** Lines of the panel now on screen (0: none), and whether the cursor is hidden. */
   let drawn = 0;

@@ -2,6 +2,7 @@
 // picocolors for colour, and string-width for the columns of a line that is not plain Latin
 // text. Each is loaded on first use only, so no other command pays for it (package README,
 // "Terminal libraries").
+import { STOP_SIGNALS } from '@prun/kit/cli';
 import type { Paint, PanelSize } from './panel.js';
 
 export interface PanelTerminal {
@@ -27,8 +28,6 @@ const BEGIN_FRAME = `${CSI}?2026h`;
 const END_FRAME = `${CSI}?2026l`;
 const ERASE_LINE = `${CSI}2K`;
 const LINE_UP = `${CSI}1A`;
-/** The signals whose default action ends a process at a terminal (Ctrl-C, kill, a closed terminal). */
-const ENDING_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /**
  * Erase the last frame's `lines` lines, from the cursor (which a frame leaves at the start of
@@ -128,7 +127,8 @@ export async function openTerminal(stream: NodeJS.WriteStream): Promise<PanelTer
     hidden = hide;
     const listen = hide ? process.on.bind(process) : process.off.bind(process);
     listen('exit', showOnExit);
-    for (const signal of ENDING_SIGNALS) listen(signal, onSignal);
+    // The signals whose default action ends a process at a terminal (Ctrl-C, kill, a closed terminal).
+    for (const signal of STOP_SIGNALS) listen(signal, onSignal);
     return hide ? HIDE_CURSOR : SHOW_CURSOR;
   };
 

@@ -28,22 +28,47 @@ function median(values) {
  * time). A non-zero exit fails the measurement unless `okCodes` lists it.
  */
 export function runProcess(command, args = [], { env = process.env, cwd, okCodes = [0] } = {}) {
-  const scratch = GNU_TIME ? mkdtempSync(join(tmpdir(), 'prun-bench-rss-')) : null;
-  const rssFile = scratch ? join(scratch, 'rss') : null;
+  const rssFile = GNU_TIME ? timeOutputFile() : null;
   const [file, argv] = GNU_TIME ? [GNU_TIME, ['-f', '%U %S %M', '-o', rssFile, command, ...args]] : [command, args];
-  try {
-    const start = process.hrtime.bigint();
-    const result = spawnSync(file, argv, { env, cwd, stdio: 'ignore' });
-    const ms = Number(process.hrtime.bigint() - start) / 1e6;
-    if (result.error) throw result.error;
-    if (!okCodes.includes(result.status)) throw new Error(`${command} ${args.join(' ')} exited with ${result.status ?? result.signal}`);
-    // GNU time writes "Command exited with non-zero status N" first when it did; ours is last.
-    if (!rssFile) return { ms, cpuMs: null, rssMiB: null };
-    const [user, system, kib] = readFileSync(rssFile, 'utf8').trim().split('\n').at(-1).split(' ').map(Number);
-    return { ms, cpuMs: (user + system) * 1000, rssMiB: kib / 1024 };
-  } finally {
-    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  const start = process.hrtime.bigint();
+  const result = spawnSync(file, argv, { env, cwd, stdio: 'ignore' });
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  if (result.error) throw result.error;
+  if (!okCodes.includes(result.status)) throw new Error(`${command} ${args.join(' ')} exited with ${result.status ?? result.signal}`);
+  // GNU time writes "Command exited with non-zero status N" first when it did; ours is last.
+  if (!rssFile) return { ms, cpuMs: null, rssMiB: null };
+  const [user, system, kib] = readFileSync(rssFile, 'utf8').trim().split('\n').at(-1).split(' ').map(Number);
+  return { ms, cpuMs: (user + system) * 1000, rssMiB: kib / 1024 };
+}
+
+let timeOutput = null;
+
+/**
+ * The one file GNU time writes its figures to, rewritten in place by every run (its folder is
+ * removed with the workloads' folders, at the end of the bench). Not a new file each run: on a
+ * file system that makes a new file pay for every file deleted in the last minutes (ext4
+ * without a journal, README "Deleting at the end"), the bench's own deletions would tax the
+ * workloads measured after them.
+ */
+function timeOutputFile() {
+  if (timeOutput === null) {
+    const dir = mkdtempSync(join(tmpdir(), 'prun-bench-rss-'));
+    leftForTheEnd.push(dir);
+    timeOutput = join(dir, 'rss');
   }
+  return timeOutput;
+}
+
+/** Folders the bench removes once every workload has run (`removeLeftovers`). */
+const leftForTheEnd = [];
+
+/**
+ * Remove every workload's temporary folders: called once, after the last workload, so no
+ * workload's removal lands in the minutes before another's measurements (README, "Deleting at
+ * the end").
+ */
+export function removeLeftovers() {
+  for (const dir of leftForTheEnd.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 function formatDiff(value, unit) {
@@ -80,14 +105,13 @@ export function machineLine() {
 }
 
 export function makeContext(title) {
-  const dirs = [];
   return {
     repoRoot,
     title,
-    /** A fresh temporary directory, removed when the workload ends. */
+    /** A fresh temporary directory, removed once every workload has run (`removeLeftovers`). */
     tempDir(prefix = 'prun-bench-') {
       const dir = mkdtempSync(join(tmpdir(), prefix));
-      dirs.push(dir);
+      leftForTheEnd.push(dir);
       return dir;
     },
     /** Run `fn` `runs` times (after `warmup` unmeasured runs); return the median in ms. */
@@ -170,9 +194,6 @@ export function makeContext(title) {
         const tag = row === base ? '(baseline)' : `x${ratio.toFixed(2)}`;
         process.stdout.write(`  ${row.label.padEnd(width)}  ${value.toFixed(1).padStart(10)} ${unit}  ${tag}\n`);
       }
-    },
-    async cleanup() {
-      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -7,7 +7,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { makeContext, readmeTables, repoRoot } from './lib.mjs';
+import { makeContext, readmeTables, removeLeftovers, repoRoot } from './lib.mjs';
 import { writeReadmes } from './readme.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -32,10 +32,9 @@ for (const file of files) {
   } catch (error) {
     failures += 1;
     process.stdout.write(`bench: ${file} failed: ${error instanceof Error ? error.message : String(error)}\n`);
-  } finally {
-    await ctx.cleanup();
   }
 }
+removeLeftovers();
 if (writeReadmesWanted) {
   // A filtered run keeps the other workloads' tables; a full run writes every block anew.
   for (const line of writeReadmes(repoRoot, readmeTables, { keepOthers: filters.length > 0 })) process.stdout.write(`${line}\n`);

@@ -227,8 +227,9 @@ async function settledRss(roots) {
 }
 
 /**
- * The speed rows in `env`: rounds of the floor and the batch, interleaved. `tag` names the
- * environment in the batch's directories and in the printed lines ('' for the README's run).
+ * The speed rows in `env`: rounds of the floor and the batch, interleaved, and what a new file
+ * cost in `root` before them (`newFileCost`). `tag` names the environment in the batch's
+ * directories and in the printed lines ('' for the README's run).
  */
 async function speed(ctx, env, root, tag = '') {
   const jobs = availableParallelism();
@@ -248,6 +249,7 @@ async function speed(ctx, env, root, tag = '') {
     return sample;
   };
   const ticks = machineCpuTicks();
+  const fileCostBefore = newFileCost(root);
   for (let round = 0; round < RUNS; round += 1) {
     floor.push(
       await withTimes('floor', round, (roundEnv) =>
@@ -266,6 +268,7 @@ async function speed(ctx, env, root, tag = '') {
       ),
     );
   }
+  const fileCostAfter = newFileCost(root);
   const row = (label, samples) => ({ label, ms: median(samples.map((s) => s.ms)), cpuMs: median(samples.map((s) => s.cpuMs)) });
   const suffix = tag === '' ? '' : ` (${tag})`;
   const rows = [row(`${UNITS} bare fake-agy runs, ${jobs} at a time (floor)${suffix}`, floor), row(`prun batch of ${UNITS} instant units, --jobs ${jobs}${suffix}`, batch)];
@@ -274,7 +277,8 @@ async function speed(ctx, env, root, tag = '') {
   process.stdout.write(
     `  goal: prun batch at most x1.30 the floor (${RUNS} interleaved rounds, medians); CPU (all processes, waited for): x${cpuRatio.toFixed(2)} the floor's; load ${loadavg()
       .map((n) => n.toFixed(2))
-      .join(' ')}${steal(ticks)}\n`,
+      .join(' ')}${steal(ticks)}\n` +
+      `  a new file in the state's folder: ${fileCostBefore.toFixed(3)} ms before the rounds, ${fileCostAfter.toFixed(3)} ms after (the floor makes none)\n`,
   );
   const splits = batch.map((sample) => sample.split).filter((split) => split !== null);
   if (splits.length > 0) {
@@ -299,7 +303,23 @@ async function speed(ctx, env, root, tag = '') {
         ` ${part('Node start-up', 'startUps')}; ${part('the worker\'s own run', 'runs')}\n`,
     );
   }
-  return rows;
+  return { rows, fileCost: fileCostBefore };
+}
+
+/**
+ * Milliseconds per new empty file in a fresh folder under `dir` (200 of them, left until the
+ * bench's end): what each of a batch's new files costs there now. On ext4 without a journal
+ * a new file skips every inode deleted in its block group in the last minute or more (the
+ * kernel's recently_deleted(): RECENTCY_MIN 60 s, 300 s more while the inode's table block is
+ * not yet written back), one buffer lookup each, so this moves with what was deleted nearby in
+ * the minutes before, not with prun.
+ */
+function newFileCost(dir) {
+  const folder = mkdtempSync(join(dir, 'new-file-cost-'));
+  const count = 200;
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < count; i += 1) writeFileSync(join(folder, String(i)), '');
+  return Number(process.hrtime.bigint() - start) / 1e6 / count;
 }
 
 async function memory(ctx, env, root) {
@@ -396,17 +416,17 @@ export async function run(ctx) {
   // is set, the ratio as given is measured too and printed beside them.
   const unset = { ...env };
   delete unset.NODE_EXTRA_CA_CERTS;
-  const rows = await speed(ctx, unset, root);
-  const caSet = env.NODE_EXTRA_CA_CERTS ? await speed(ctx, env, root, 'NODE_EXTRA_CA_CERTS set') : null;
+  const { rows, fileCost } = await speed(ctx, unset, root);
+  const caSet = env.NODE_EXTRA_CA_CERTS ? (await speed(ctx, env, root, 'NODE_EXTRA_CA_CERTS set')).rows : null;
   // Where the state lives moves prun's side only (the floor writes no file): ext4 without a
-  // journal, as on this project's machines, makes every new inode scan the recently deleted ones
-  // (the kernel's find_inode_bit), which journaled ext4, xfs or tmpfs do not. The same rounds with
-  // the batch directory, the state directories and HOME on tmpfs tell that part apart.
+  // journal, as on this project's machines, makes every new inode skip the ones deleted nearby in
+  // the last minutes (`newFileCost`), which journaled ext4, xfs or tmpfs do not. The same rounds
+  // with the batch directory, the state directories and HOME on tmpfs tell that part apart.
   const rootFs = fsTypeOf(root);
   const shm = rootFs !== 'tmpfs' && fsTypeOf('/dev/shm') === 'tmpfs' ? mkdtempSync('/dev/shm/prun-bench-batch-') : null;
   let onTmpfs = null;
   try {
-    if (shm !== null) onTmpfs = await speed(ctx, { ...unset, HOME: shm, TMPDIR: shm }, shm, 'state on tmpfs');
+    if (shm !== null) onTmpfs = (await speed(ctx, { ...unset, HOME: shm, TMPDIR: shm }, shm, 'state on tmpfs')).rows;
   } finally {
     if (shm !== null) rmSync(shm, { recursive: true, force: true });
   }
@@ -418,7 +438,8 @@ export async function run(ctx) {
     note:
       `Both sides ran with NODE_EXTRA_CA_CERTS unset${caSet === null ? '' : ` (with it set, as this machine has it, which adds the same start-up cost to every worker: ${ratios(caSet)})`}` +
       ` and with ANTIGRAVITY_PREFLIGHT=off and PRUN_AGY_QUOTA_GATE=off: with the preflight on, as by default, each unit also runs \`agy --version\` and \`agy models\` before its worker. ` +
-      `The batch's state was on ${rootFs ?? 'an unknown file system'}${onTmpfs === null ? '' : ` (the same rounds with it on tmpfs: ${ratios(onTmpfs)}; ext4 without a journal makes every new file scan the recently deleted inodes)`}. ` +
+      `The batch's state was on ${rootFs ?? 'an unknown file system'}, where a new file took ${fileCost.toFixed(3)} ms before the rounds` +
+      `${onTmpfs === null ? '' : ` (the same rounds with it on tmpfs: ${ratios(onTmpfs)}; ext4 without a journal makes every new file skip the inodes deleted nearby in the last minutes, see tools/bench/README.md)`}. ` +
       `With ${RUNNING} units running (fake agy that never ends), prun's own processes (the driver, the batch's supervisor and its chain forker: ${batch.prun.count} processes) sum to ${batch.prun.mib.toFixed(0)} MiB of RSS (goal: at most ${GOAL_MIB} MiB); ${RUNNING} standalone dispatcher processes running the same units: ${standalone.prun.mib.toFixed(0)} MiB.`,
   });
 }

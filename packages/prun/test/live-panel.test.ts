@@ -3,8 +3,6 @@
 import { describe, expect, it } from 'vitest';
 import { countUnits, etaMs, headerLines, panelLines, unitLine, type PanelState, type PanelUnit } from '../src/live/panel.js';
 import { TailRenderer, renderEventLine } from '../src/live/log.js';
-import { cutToColumns } from '../src/live/terminal.js';
-import stringWidth from 'string-width';
 import { ABANDON_GRACE_MS, batchEnd } from '../src/live/watch.js';
 
 const NOW = Date.parse('2026-12-01T12:00:00Z');
@@ -65,17 +63,6 @@ describe('panel lines', () => {
     const busy = [unit('a', { status: 'running', startedAtMs: NOW - 5_000 }), unit('b', { status: 'running', startedAtMs: NOW - 5_000 })];
     expect(headerLines(state(busy), undefined, 30).length).toBeGreaterThanOrEqual(2);
     for (const rows of [1, 2, 3, 4]) expect(panelLines(state(busy), { columns: 30, rows }).length).toBeLessThanOrEqual(rows - 1);
-  });
-
-  it('cuts a line to the terminal by graphemes, so it never takes more columns than it has', () => {
-    // U+2714 takes one column, with the emoji selector after it two: a cut a code point at a time
-    // would count 30 of them as 30 columns and leave a line of 60 that wraps.
-    const checks = '\u2714\ufe0f'.repeat(30);
-    const cut = cutToColumns(checks, 40, stringWidth);
-    expect(cut).toBe(`${'\u2714\ufe0f'.repeat(19)}\u2026`);
-    expect(stringWidth(cut)).toBeLessThanOrEqual(40);
-    expect(cutToColumns('x'.repeat(60), 40, stringWidth)).toBe(`${'x'.repeat(39)}\u2026`);
-    expect(cutToColumns('\u6f22'.repeat(30), 40, stringWidth)).toBe(`${'\u6f22'.repeat(19)}\u2026`);
   });
 
   it('takes the ETA only from units that ran to completion, never from cancelled, killed or dependency-failed ones', () => {

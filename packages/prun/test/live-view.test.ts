@@ -5,7 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { latestStatus, ledger, openGate, prun, prunBin, sandbox, waitFor, writePlan, type Sandbox } from './helpers.js';
-import { Terminal, haveTmux } from './terminal.js';
+import { Terminal, haveTmux } from '../../../tools/tmux-terminal.mjs';
 
 const ESC = '\u001b';
 const haveScript = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;

@@ -1,10 +1,10 @@
 // The panel on a terminal, redrawn on a timer: for `prun batch` (fed from the driver's memory)
 // and `prun status --watch` (fed from the ledger file). Whether to show it at all is
 // `panelWanted` (wanted.ts); off a terminal the callers print exactly their plain lines.
+import type { Colours, Frame } from '@prun/kit/terminal';
 import type { LedgerEntry } from '../ledger.js';
 import { NO_PAINT, panelLines, type PanelState } from './panel.js';
 import { PanelSampler, type SamplerOptions } from './sample.js';
-import { openTerminal, type PanelTerminal } from './terminal.js';
 
 /**
  * How often the panel is drawn again: elapsed times and countdowns move in whole seconds, and
@@ -23,36 +23,25 @@ export class LivePanel {
   private timer: NodeJS.Timeout | null = null;
   private lastFrame = '';
   private readonly onResize = (): void => this.draw();
-  /**
-   * Ctrl-Z: a stopped prun must not leave the shell prompt without a cursor. Handling SIGTSTP
-   * takes over the stop, so the panel is erased, the cursor shown, and the process stops itself.
-   */
-  private readonly onSuspend = (): void => {
-    this.terminal.close();
-    this.lastFrame = '';
-    process.kill(process.pid, 'SIGSTOP');
-  };
-  /** `fg`: the panel (and the hidden cursor) again. */
-  private readonly onContinue = (): void => {
-    this.lastFrame = '';
-    this.draw();
-  };
 
   private constructor(
-    private readonly terminal: PanelTerminal,
+    private readonly frame: Frame,
+    private readonly colours: Colours,
     private readonly sampler: PanelSampler,
     private readonly feed: () => PanelFeed,
     private readonly stream: NodeJS.WriteStream,
   ) {}
 
   static async open(options: SamplerOptions, feed: () => PanelFeed, stream: NodeJS.WriteStream = process.stderr): Promise<LivePanel> {
-    const panel = new LivePanel(await openTerminal(stream), new PanelSampler(options), feed, stream);
+    // kit's frame: the redraw in place, the cursor hidden while the panel is up (and shown again
+    // on close, Ctrl-Z, exit and a signal that ends the process), lines cut to the terminal. Its
+    // module and the terminal libraries behind it load here, when the first panel opens.
+    const { colours, openFrame } = await import('@prun/kit/terminal');
+    const panel = new LivePanel(openFrame(stream), colours, new PanelSampler(options), feed, stream);
     panel.draw();
     // The timer never keeps the process alive: the batch (or the watch) decides when to end.
     panel.timer = setInterval(() => panel.draw(), REDRAW_MS).unref();
     stream.on('resize', panel.onResize);
-    process.on('SIGTSTP', panel.onSuspend);
-    process.on('SIGCONT', panel.onContinue);
     return panel;
   }
 
@@ -64,18 +53,18 @@ export class LivePanel {
 
   draw(): void {
     const state = this.state();
-    const size = this.terminal.size();
+    const size = this.frame.size();
     const plain = panelLines(state, size, NO_PAINT);
     // Nothing a person would see changed: no repaint, no write.
     const key = `${size.columns}x${size.rows}\n${plain.join('\n')}`;
     if (key === this.lastFrame) return;
     this.lastFrame = key;
-    this.terminal.draw(panelLines(state, size, this.terminal.paint), plain);
+    this.frame.draw(panelLines(state, size, this.colours), plain);
   }
 
   /** A message (a stall, a failure) above the panel, then the panel again below it. */
   message(line: string): void {
-    this.terminal.note(line);
+    this.frame.note(line);
     // The note erased the panel: draw it again whatever the last frame was.
     this.lastFrame = '';
     this.draw();
@@ -85,8 +74,6 @@ export class LivePanel {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     this.stream.off('resize', this.onResize);
-    process.off('SIGTSTP', this.onSuspend);
-    process.off('SIGCONT', this.onContinue);
-    this.terminal.close();
+    this.frame.close();
   }
 }

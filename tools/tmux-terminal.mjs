@@ -1,4 +1,5 @@
-// A real terminal for the live-view tests: a private tmux server (its own socket in the test's
+// A real terminal for the live-view tests (prun's panel, prun-monitor's view; typed by
+// tmux-terminal.d.mts beside it): a private tmux server (its own socket in the test's
 // temp dir, so nobody else's sessions are touched) running one command in a pane of a known size.
 // `screen()` is what a person would see on that terminal at that moment.
 import { spawnSync } from 'node:child_process';
@@ -7,22 +8,17 @@ import { join } from 'node:path';
 
 export const haveTmux = spawnSync('tmux', ['-V'], { stdio: 'ignore' }).status === 0;
 
-const quote = (word: string): string => `'${word.replaceAll("'", "'\\''")}'`;
+const quote = (word) => `'${word.replaceAll("'", "'\\''")}'`;
 
 export class Terminal {
-  private readonly socket: string;
-  private readonly exitFile: string;
-
-  constructor(
-    private readonly root: string,
-    name: string,
-  ) {
+  constructor(root, name) {
+    this.root = root;
     this.socket = join(root, `tmux-${name}.sock`);
     this.exitFile = join(root, `tmux-${name}.exit`);
   }
 
   /** Run `argv` (cwd `cwd`, environment exactly `env`) in a `columns`x`rows` pane that stays on screen after it ends. */
-  start(argv: string[], options: { env: NodeJS.ProcessEnv; cwd: string; columns?: number; rows?: number }): void {
+  start(argv, options) {
     const conf = join(this.root, 'tmux.conf');
     writeFileSync(conf, 'set -g remain-on-exit on\nset -g status off\nset -g history-limit 2000\n');
     const envArgs = Object.entries(options.env).map(([key, value]) => `${key}=${value ?? ''}`);
@@ -38,33 +34,33 @@ export class Terminal {
   }
 
   /** The screen and what scrolled off it, trailing blanks trimmed (tmux's own `Pane is dead` line left out). */
-  screen(): string {
+  screen() {
     const shot = spawnSync('tmux', ['-S', this.socket, 'capture-pane', '-p', '-S', '-'], { encoding: 'utf8' });
     return shot.stdout.replace(/\nPane is dead \(.*\)\s*$/, '').replace(/\s+$/, '');
   }
 
   /** Keys typed at the terminal (`C-c` for Ctrl-C). */
-  keys(...keys: string[]): void {
+  keys(...keys) {
     spawnSync('tmux', ['-S', this.socket, 'send-keys', ...keys]);
   }
 
   /** Whether the pane shows its cursor (tmux's cursor_flag). */
-  cursorShown(): boolean {
+  cursorShown() {
     return spawnSync('tmux', ['-S', this.socket, 'display-message', '-p', '#{cursor_flag}'], { encoding: 'utf8' }).stdout.trim() === '1';
   }
 
   /** The pid of the process the pane runs (the sh that runs the command). */
-  panePid(): number {
+  panePid() {
     return Number(spawnSync('tmux', ['-S', this.socket, 'list-panes', '-F', '#{pane_pid}'], { encoding: 'utf8' }).stdout.trim());
   }
 
   /** The command's exit code once it has ended, else null. */
-  exitCode(): number | null {
+  exitCode() {
     return existsSync(this.exitFile) && readFileSync(this.exitFile, 'utf8').trim() !== '' ? Number(readFileSync(this.exitFile, 'utf8').trim()) : null;
   }
 
   /** Look at the screen until `check` holds (it is given every look) or the deadline passes. */
-  async waitForScreen(check: (screen: string) => boolean, what: string, timeoutMs = 30_000): Promise<string> {
+  async waitForScreen(check, what, timeoutMs = 30_000) {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const screen = this.screen();
@@ -74,7 +70,7 @@ export class Terminal {
     }
   }
 
-  close(): void {
+  close() {
     spawnSync('tmux', ['-S', this.socket, 'kill-server'], { stdio: 'ignore' });
   }
 }

@@ -125,6 +125,8 @@ export interface WatchCli<Settings, Run extends WatchLoop> {
   operandName: string;
   /** Read the settings from the environment (throws CliError). */
   settings: () => Settings;
+  /** Runs once the command line and settings are good, before `create` (to open a live view). */
+  prepare?: () => Promise<void>;
   create: (args: ParsedArgs, settings: Settings) => Run;
   add: (run: Run, operand: string, fromStateDirLine: boolean) => void;
   /** Runs after the watch ends, before the exit code is set (to clear a live view). */
@@ -171,6 +173,7 @@ export async function runWatchCli<Settings, Run extends WatchLoop>(
     }
     const settings = cli.settings();
     if (!args.stdin && args.operands.length === 0) throw usageMistake(cli.spec, `need at least one ${cli.operandName}`);
+    await cli.prepare?.();
     const run = cli.create(args, settings);
     if (args.stdin) {
       let count = 0;

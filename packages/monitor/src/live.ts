@@ -1,4 +1,5 @@
 import { liveViewWanted, printable } from '@prun/kit/cli';
+import type { Colours, Frame, FrameStream } from '@prun/kit/terminal';
 
 /**
  * The live view: one line per unit on stderr, redrawn in place, for a person at a terminal.
@@ -81,45 +82,43 @@ export class GrowthMeter {
 }
 
 /**
- * Draws rows on a terminal stream, replacing the previous drawing (cursor up, clear below).
- * Lines are cut to the terminal's width so none wraps and breaks the redraw.
+ * Draws rows on a terminal stream, replacing the previous drawing: kit's frame (@prun/kit/terminal),
+ * which erases the old lines one by one (never to the end of the screen, which in tmux pushes
+ * every old frame into the scroll-back), hides the cursor while the view is up and cuts each line
+ * to the terminal's columns so none wraps and breaks the redraw. That module (and the terminal
+ * libraries behind it) loads only when a view is opened.
  */
 export class LiveView {
-  #shown = 0;
-
-  constructor(
-    private readonly stream: NodeJS.WritableStream & { columns?: number },
-    private readonly colour: boolean,
+  private constructor(
+    private readonly frame: Frame,
+    private readonly colours: Colours | null,
   ) {}
 
-  render(rows: readonly LiveRow[]): void {
-    let text = this.#shown > 0 ? `\x1b[${this.#shown}F\x1b[J` : '';
-    const width = this.stream.columns ?? 0;
-    for (const row of rows) {
-      const plain = liveLine(row);
-      // Cut before painting, on the plain text: escape codes take no columns.
-      const line = width > 0 && plain.length >= width ? `${plain.slice(0, width - 1)}` : liveLine(row, (s) => this.paint(s));
-      text += `${line}\n`;
-    }
-    this.stream.write(text);
-    this.#shown = rows.length;
+  static async open(stream: FrameStream, colour: boolean): Promise<LiveView> {
+    const { colours, openFrame } = await import('@prun/kit/terminal');
+    return new LiveView(openFrame(stream), colour ? colours : null);
   }
 
-  /** Remove the drawing (before stdout's event lines, and at the end). */
+  render(rows: readonly LiveRow[]): void {
+    const plain = rows.map((row) => liveLine(row));
+    // A line cut to the terminal is cut on this plain text (escape codes take no columns).
+    this.frame.draw(this.colours === null ? plain : rows.map((row) => liveLine(row, (s) => this.paint(s))), plain);
+  }
+
+  /** Remove the drawing (before stdout's event lines, and at the end) and show the cursor again. */
   clear(): void {
-    if (this.#shown > 0) this.stream.write(`\x1b[${this.#shown}F\x1b[J`);
-    this.#shown = 0;
+    this.frame.close();
   }
 
   /** A message line on the same stream: above the drawing, which is drawn again on the next tick. */
   note(line: string): void {
-    this.clear();
-    this.stream.write(`${line}\n`);
+    this.frame.note(line);
   }
 
   private paint(status: string): string {
-    if (!this.colour) return status;
-    const code = status === 'done' ? 32 : status.startsWith('failed') ? 31 : status.startsWith('stalled') ? 33 : 0;
-    return code === 0 ? status : `\x1b[${code}m${status}\x1b[0m`;
+    const colours = this.colours!;
+    if (status === 'done') return colours.green(status);
+    if (status.startsWith('failed')) return colours.red(status);
+    return status.startsWith('stalled') ? colours.yellow(status) : status;
   }
 }

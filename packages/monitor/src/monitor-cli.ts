@@ -80,9 +80,9 @@ class LiveDriver {
 
 /** kit's commandMain is its one catch, under its own name when `prun monitor` hosts it too. */
 export const main = commandMain('prun-monitor', async (argv) => {
-  const view = liveViewOn(process.env, process.stderr.isTTY === true) ? new LiveView(process.stderr, true) : undefined;
+  let view: LiveView | undefined;
+  let live: LiveDriver | undefined;
   let run: MonitorRun | undefined;
-  const live = view ? new LiveDriver(view, () => run) : undefined;
   const note = (line: string): void => {
     if (view) view.note(line);
     else process.stderr.write(`${line}\n`);
@@ -93,7 +93,14 @@ export const main = commandMain('prun-monitor', async (argv) => {
     // Coordinators parse stdout: even a usage error says so there.
     usageEvent: (json, message) => writeLine(json ? JSON.stringify({ event: 'usage-error', message }) : 'MONITOR-EVENT usage-error'),
     settings: () => readSettings(process.env, MONITOR_ENV),
+    // The view's terminal module loads only for a watch that draws one (not for --help or a usage error).
+    prepare: async () => {
+      if (!liveViewOn(process.env, process.stderr.isTTY === true)) return;
+      view = await LiveView.open(process.stderr, true);
+      live = new LiveDriver(view, () => run);
+    },
     create: (args, settings) => {
+      const driver = live;
       run = new MonitorRun({
         settings,
         cwd: process.cwd(),
@@ -102,7 +109,7 @@ export const main = commandMain('prun-monitor', async (argv) => {
           for (const line of args.json ? [jsonLine(record)] : textLines(record)) writeLine(line);
         },
         onUnusable: (file) => note(`prun-monitor: ${unusableFileText(file)}`),
-        ...(live ? { onPass: () => live.draw() } : {}),
+        ...(driver ? { onPass: () => driver.draw() } : {}),
       });
       return run;
     },

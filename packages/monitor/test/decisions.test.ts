@@ -206,25 +206,43 @@ describe('small decisions', () => {
     expect(isAgentCaller({ CLAUDECODE: '' })).toBe(false);
   });
 
-  it('the live view rewrites its lines in place, coloured, cut to the terminal width', () => {
+  it('the live view rewrites its lines in place (erased line by line), coloured, cut to the terminal width', async () => {
     let written = '';
-    const stream = { columns: 0, write: (text: string) => ((written += text), true) } as unknown as NodeJS.WritableStream;
+    const stream = { columns: 0, write: (text: string) => ((written += text), true) };
     const row = (name: string, status: string) => ({ name, status, elapsedMs: 3000, tailBytes: 10, growthPerS: null });
-    const view = new LiveView(stream, false);
+    // Each frame in synchronized output (?2026h ... ?2026l), the cursor hidden while the view is up;
+    // a frame of n lines is erased line by line (ESC[2K, then ESC[1A ESC[2K n times, then column 1),
+    // never to the end of the screen (ESC[J), which in tmux pushes the old frame into the scroll-back.
+    const frame = (text: string) => `\x1b[?2026h${text}\x1b[?2026l`;
+    const eraseTwo = '\x1b[2K\x1b[1A\x1b[2K\x1b[1A\x1b[2K\x1b[G';
+    const view = await LiveView.open(stream, false);
     view.render([row('u1', 'growing'), row('u2', 'done')]);
-    expect(written).toBe('u1 growing  3s  tail 10 B\nu2 done  3s  tail 10 B\n');
+    expect(written).toBe(frame('\x1b[?25lu1 growing  3s  tail 10 B\nu2 done  3s  tail 10 B\n'));
     written = '';
     view.render([row('u1', 'stalled(3s)'), row('u2', 'done')]);
-    expect(written).toBe('\x1b[2F\x1b[Ju1 stalled(3s)  3s  tail 10 B\nu2 done  3s  tail 10 B\n');
+    expect(written).toBe(frame(`${eraseTwo}u1 stalled(3s)  3s  tail 10 B\nu2 done  3s  tail 10 B\n`));
     written = '';
     view.note('prun-monitor: a message');
-    expect(written).toBe('\x1b[2F\x1b[Jprun-monitor: a message\n');
+    expect(written).toBe(`${eraseTwo}prun-monitor: a message\n`);
     written = '';
-    new LiveView(stream, true).render([row('u1', 'failed(fallback)')]);
-    expect(written).toBe('u1 \x1b[31mfailed(fallback)\x1b[0m  3s  tail 10 B\n');
+    // Nothing left to erase: the clear only shows the cursor again.
+    view.clear();
+    expect(written).toBe('\x1b[?25h');
     written = '';
-    new LiveView(Object.assign(stream, { columns: 12 }), true).render([row('u1', 'failed(fallback)')]);
-    expect(written).toBe('u1 failed(f\n');
+    const coloured = await LiveView.open(stream, true);
+    coloured.render([row('u1', 'failed(fallback)'), row('u2', 'done'), row('u3', 'stalled(3s)')]);
+    expect(written).toBe(
+      frame('\x1b[?25lu1 \x1b[31mfailed(fallback)\x1b[39m  3s  tail 10 B\nu2 \x1b[32mdone\x1b[39m  3s  tail 10 B\nu3 \x1b[33mstalled(3s)\x1b[39m  3s  tail 10 B\n'),
+    );
+    coloured.clear();
+    written = '';
+    const narrow = await LiveView.open(Object.assign(stream, { columns: 12 }), true);
+    narrow.render([row('u1', 'failed(fallback)')]);
+    // Cut to the 12 columns on its plain text (the colour cannot be cut through), an ellipsis last.
+    expect(written).toBe(frame('\x1b[?25lu1 failed(f\u2026\n'));
+    written = '';
+    narrow.clear();
+    expect(written).toBe('\x1b[2K\x1b[1A\x1b[2K\x1b[G\x1b[?25h');
   });
 });
 

@@ -3,8 +3,9 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { STATE_FILES } from '@prun/unit-state';
+import { Terminal, haveTmux } from '../../../tools/tmux-terminal.mjs';
 import { GrowthMeter, formatBytes, formatElapsed, liveLine, liveViewOn } from '../src/live.js';
 import { makeStateDir, monitorBin, monitorEnv, run, tempDirs } from './helpers.js';
 
@@ -12,6 +13,8 @@ const { base } = tempDirs(afterAll);
 
 const haveScript = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
 const ESC = '\u001b';
+/** A frame of two lines erased line by line, ending at column 1 of its first line. */
+const ERASE_TWO = `${ESC}[2K${ESC}[1A${ESC}[2K${ESC}[1A${ESC}[2K${ESC}[G`;
 
 interface PtyRun {
   /** Everything the terminal received (the monitor's stderr; stdout goes to a file). */
@@ -66,9 +69,11 @@ describe('prun-monitor live view in a pty', () => {
     // Elapsed time moves on between looks (a 30 s poll: only the view's own tick redraws).
     expect(r.screen).toMatch(/u1 growing {2}[2-9]s {2}tail/);
     expect(r.screen).toMatch(/u2 growing {2}\ds {2}no tail/);
-    // Redrawn in place, and gone at the end: the last thing written is the clear.
-    expect(r.screen).toContain(`${ESC}[2F${ESC}[J`);
-    expect(r.screen.trimEnd().endsWith(`${ESC}[2F${ESC}[J`)).toBe(true);
+    // Redrawn in place, line by line (never erased to the end of the screen), and gone at the
+    // end: the last thing written is the erase and the cursor shown again.
+    expect(r.screen).toContain(ERASE_TWO);
+    expect(r.screen).not.toContain(`${ESC}[J`);
+    expect(r.screen.trimEnd().endsWith(`${ERASE_TWO}${ESC}[?25h`)).toBe(true);
     // stdout (a file here) is exactly what a coordinator parses.
     expect(r.stdout).toBe('MONITOR-START units=2 stall-threshold=600s timeout=4s\nMONITOR-EVENT timeout\nUNIT u1 growing\nUNIT u2 growing\n');
   });
@@ -97,9 +102,69 @@ describe('prun-monitor live view in a pty', () => {
     appendFileSync(input, `${u1.dir}\nMONITOR-EVENT fail\n`);
     const r = await inPty(b, ['-'], { ...monitorEnv(), TERM: 'xterm' }, () => {}, input);
     expect(r.code).toBe(0);
-    expect(r.screen).toMatch(/(^|\n|\u001b\[J)prun-monitor: stdin line 2 skipped: looks like another tool's output line, not a path: MONITOR-EVENT fail\r?\n/);
+    expect(r.screen).toMatch(/(^|\n|\u001b\[G)prun-monitor: stdin line 2 skipped: looks like another tool's output line, not a path: MONITOR-EVENT fail\r?\n/);
     expect(r.stdout).toBe('MONITOR-START units=1 stall-threshold=1s timeout=8s\nMONITOR-EVENT all-done\nUNIT u1 done\n');
   });
+});
+
+describe('prun-monitor live view in a tmux pane', () => {
+  let terminal: Terminal | null = null;
+  afterEach(() => {
+    terminal?.close();
+    terminal = null;
+  });
+
+  /** prun-monitor on `dirs` in a `columns`-wide pane, stdout to a file (`... > events` typed at a terminal). */
+  function watchInPane(b: string, name: string, dirs: string[], settings: Record<string, string>, columns = 120): { pane: Terminal; stdoutFile: string } {
+    const stdoutFile = join(b, `${name}.stdout`);
+    const pane = new Terminal(b, name);
+    pane.start(['sh', '-c', 'exec "$@" > "$0"', stdoutFile, process.execPath, monitorBin, ...dirs], {
+      env: { ...monitorEnv(settings), HOME: b, TERM: 'xterm-256color' },
+      cwd: b,
+      columns,
+    });
+    terminal = pane;
+    return { pane, stdoutFile };
+  }
+
+  const linesStarting = (screen: string, prefix: string): string[] => screen.split('\n').filter((line) => line.startsWith(prefix));
+
+  it('redraws in place without pushing old frames into the scroll-back', async (ctx) => {
+    if (!haveTmux) ctx.skip('tmux is not installed: no terminal to draw on');
+    const b = base();
+    const u1 = makeStateDir(b, 'u1', { tail: 'start\n' });
+    const u2 = makeStateDir(b, 'u2', { tail: null });
+    const { pane, stdoutFile } = watchInPane(b, 'scroll', [u1.dir, u2.dir], { PRUN_STALL_THRESHOLD: '600', PRUN_MONITOR_POLL: '30', PRUN_MONITOR_TIMEOUT: '5' });
+    // Three redraws at least (0s, 1s, 2s, 3s): the screen with its scroll-back holds one frame,
+    // where erasing to the end of the screen from the pane's top-left corner (ESC[2F ESC[J) left
+    // every earlier frame in tmux's history.
+    const shown = await pane.waitForScreen((screen) => /^u2 growing {2}[3-9]s {2}no tail$/m.test(screen), 'the view redrawn at 3s');
+    expect(linesStarting(shown, 'u1 ')).toHaveLength(1);
+    expect(linesStarting(shown, 'u2 ')).toHaveLength(1);
+    const final = await pane.waitForScreen(() => pane.exitCode() !== null, 'the watch to time out');
+    expect(pane.exitCode()).toBe(2);
+    // Cleared at the end: no frame on the screen or above it.
+    expect(linesStarting(final, 'u1 ')).toEqual([]);
+    expect(linesStarting(final, 'u2 ')).toEqual([]);
+    expect(readFileSync(stdoutFile, 'utf8')).toBe('MONITOR-START units=2 stall-threshold=600s timeout=5s\nMONITOR-EVENT timeout\nUNIT u1 growing\nUNIT u2 growing\n');
+  }, 60_000);
+
+  it('cuts a wide (CJK) unit name to the columns of a narrow pane, never wraps it', async (ctx) => {
+    if (!haveTmux) ctx.skip('tmux is not installed: no terminal to draw on');
+    const b = base();
+    // 30 characters of two columns each, in a 30-column pane: cut to 14 of them and an ellipsis
+    // (29 columns), where a cut by UTF-16 length (29 characters, 58 columns) wraps onto a second
+    // row and the next redraw, moving up one row a line, leaves pieces of old frames behind.
+    const wide = makeStateDir(b, '\u6f22\u5b57'.repeat(15), { tail: 'start\n' });
+    const u2 = makeStateDir(b, 'u2', { tail: null });
+    const { pane } = watchInPane(b, 'wide', [wide.dir, u2.dir], { PRUN_STALL_THRESHOLD: '600', PRUN_MONITOR_POLL: '30', PRUN_MONITOR_TIMEOUT: '5' }, 30);
+    const expected = `${'\u6f22\u5b57'.repeat(7)}\u2026`;
+    const shown = await pane.waitForScreen((screen) => /^u2 growing {2}[2-9]s {2}no tail$/m.test(screen), 'the view redrawn at 2s');
+    expect(linesStarting(shown, '\u6f22')).toEqual([expected]);
+    expect(linesStarting(shown, '\u5b57')).toEqual([]);
+    await pane.waitForScreen(() => pane.exitCode() !== null, 'the watch to time out');
+    expect(pane.exitCode()).toBe(2);
+  }, 60_000);
 });
 
 describe('live view pieces', () => {

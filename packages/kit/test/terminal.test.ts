@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import stringWidth from 'string-width';
 import { afterEach, describe, expect, it } from 'vitest';
-import { columnMeasure, columnsAtMost, cutToColumns, eraseFrame, openFrame, type Frame } from '@prun/kit/terminal';
+import { columnMeasure, columnsAtMost, cutToColumns, eraseFrame, openFrame, withinRows, type Frame } from '@prun/kit/terminal';
 
 const ESC = '\u001b';
 
@@ -37,6 +37,17 @@ describe('cutToColumns', () => {
         expect(stringWidth(cutToColumns(text, columns, stringWidth))).toBeLessThanOrEqual(columns);
       }),
     );
+  });
+});
+
+describe('withinRows', () => {
+  it('keeps a frame to the rows less one, the lines beyond told as a count on the last line kept', () => {
+    const lines = ['a', 'b', 'c', 'd', 'e'];
+    expect(withinRows(lines, 6)).toEqual(lines);
+    expect(withinRows(lines, 5)).toEqual(['a', 'b', 'c', '\u2026 2 more']);
+    expect(withinRows(lines, 2)).toEqual(['\u2026 5 more']);
+    // A terminal reporting one row or none still gets a line.
+    expect(withinRows(lines, 0)).toEqual(['\u2026 5 more']);
   });
 });
 

@@ -115,13 +115,14 @@ describe('prun-monitor live view in a tmux pane', () => {
   });
 
   /** prun-monitor on `dirs` in a `columns`-wide pane, stdout to a file (`... > events` typed at a terminal). */
-  function watchInPane(b: string, name: string, dirs: string[], settings: Record<string, string>, columns = 120): { pane: Terminal; stdoutFile: string } {
+  function watchInPane(b: string, name: string, dirs: string[], settings: Record<string, string>, columns = 120, rows = 30): { pane: Terminal; stdoutFile: string } {
     const stdoutFile = join(b, `${name}.stdout`);
     const pane = new Terminal(b, name);
     pane.start(['sh', '-c', 'exec "$@" > "$0"', stdoutFile, process.execPath, monitorBin, ...dirs], {
       env: { ...monitorEnv(settings), HOME: b, TERM: 'xterm-256color' },
       cwd: b,
       columns,
+      rows,
     });
     terminal = pane;
     return { pane, stdoutFile };
@@ -147,6 +148,23 @@ describe('prun-monitor live view in a tmux pane', () => {
     expect(linesStarting(final, 'u1 ')).toEqual([]);
     expect(linesStarting(final, 'u2 ')).toEqual([]);
     expect(readFileSync(stdoutFile, 'utf8')).toBe('MONITOR-START units=2 stall-threshold=600s timeout=5s\nMONITOR-EVENT timeout\nUNIT u1 growing\nUNIT u2 growing\n');
+  }, 60_000);
+
+  it('keeps to the rows of a short pane: more units than rows are told as a count, and no frame reaches the scroll-back', async (ctx) => {
+    if (!haveTmux) ctx.skip('tmux is not installed: no terminal to draw on');
+    const b = base();
+    // 12 units in a 10-row pane: 8 unit lines and "… 4 more" (the cursor's row stays free). A
+    // frame as tall as the pane cannot be erased line by line (the cursor cannot go above the top
+    // row), so drawing all 12 pushed the first lines into tmux's history at every redraw.
+    const dirs = Array.from({ length: 12 }, (_, i) => makeStateDir(b, `u${String(i + 1).padStart(2, '0')}`, { tail: null }).dir);
+    const { pane } = watchInPane(b, 'short', dirs, { PRUN_STALL_THRESHOLD: '600', PRUN_MONITOR_POLL: '30', PRUN_MONITOR_TIMEOUT: '5' }, 80, 10);
+    const shown = await pane.waitForScreen((screen) => /^u08 growing {2}[3-9]s {2}no tail$/m.test(screen), 'the view redrawn at 3s');
+    expect(linesStarting(shown, 'u01 ')).toHaveLength(1);
+    expect(linesStarting(shown, 'u08 ')).toHaveLength(1);
+    expect(linesStarting(shown, 'u09 ')).toEqual([]);
+    expect(linesStarting(shown, '\u2026 ')).toEqual(['\u2026 4 more']);
+    await pane.waitForScreen(() => pane.exitCode() !== null, 'the watch to time out');
+    expect(pane.exitCode()).toBe(2);
   }, 60_000);
 
   it('cuts a wide (CJK) unit name to the columns of a narrow pane, never wraps it', async (ctx) => {

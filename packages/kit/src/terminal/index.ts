@@ -25,6 +25,7 @@ export interface Frame {
   /**
    * Replace the frame on screen with `painted`; `plain` is the same text without colour, measured
    * and, for a line as wide as the terminal or wider, cut (without its colour) so it never wraps.
+   * At most the terminal's rows less one are drawn (`withinRows`).
    */
   draw(painted: readonly string[], plain?: readonly string[]): void;
   /** A message line above the frame (kept in the scroll-back); the frame is drawn again on the next `draw`. */
@@ -115,6 +116,19 @@ export function columnMeasure(): ColumnMeasure {
   return Object.assign(width, { loaded: async () => loading ?? undefined });
 }
 
+/**
+ * At most `rows - 1` of `lines` (the cursor's line stays free): a frame as tall as the terminal
+ * cannot be erased line by line, since the cursor cannot move above the top row, so every
+ * redraw would push its first lines into the scroll-back. The lines beyond are told on the last
+ * line kept: `… N more`.
+ */
+export function withinRows(lines: readonly string[], rows: number): readonly string[] {
+  const room = Math.max(1, rows - 1);
+  if (lines.length <= room) return lines;
+  const kept = lines.slice(0, room - 1);
+  return [...kept, `… ${lines.length - kept.length} more`];
+}
+
 /** A frame on `stream`, drawn by `draw`; nothing is written until then. */
 export function openFrame(stream: FrameStream): Frame {
   const size = (): TerminalSize => ({
@@ -169,11 +183,12 @@ export function openFrame(stream: FrameStream): Frame {
 
   const draw = (painted: readonly string[], plain?: readonly string[]): void => {
     // Escape codes take no columns but cannot be cut through: a line too wide is cut on its plain text.
-    const columns = size().columns;
-    const lines = painted.map((line, i) => {
+    const { columns, rows } = size();
+    const fitted = painted.map((line, i) => {
       const text = plain?.[i] ?? line;
       return width(text) >= columns ? cutToColumns(text, columns, width) : line;
     });
+    const lines = withinRows(fitted, rows);
     // Synchronized output: the terminal shows the frame whole, never half drawn (one without it ignores both).
     stream.write(`${beginSynchronizedOutput}${cursor(true)}${erase()}${lines.map((line) => `${line}\n`).join('')}${endSynchronizedOutput}`);
     drawn = lines.length;

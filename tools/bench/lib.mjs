@@ -62,13 +62,19 @@ function timeOutputFile() {
 /** Folders the bench removes once every workload has run (`removeLeftovers`). */
 const leftForTheEnd = [];
 
+/** How many folders are left for the end so far (for `removeLeftovers(count)`). */
+export function leftoverCount() {
+  return leftForTheEnd.length;
+}
+
 /**
- * Remove every workload's temporary folders: called once, after the last workload, so no
- * workload's removal lands in the minutes before another's measurements (README, "Deleting at
- * the end").
+ * Remove the first `count` of the workloads' temporary folders (all by default) and return the
+ * rest: called once, after the last workload, so no workload's removal lands in the minutes
+ * before another's measurements (README, "Deleting at the end"); or when a signal ends the run.
  */
-export function removeLeftovers() {
-  for (const dir of leftForTheEnd.splice(0)) rmSync(dir, { recursive: true, force: true });
+export function removeLeftovers(count = leftForTheEnd.length) {
+  for (const dir of leftForTheEnd.splice(0, count)) rmSync(dir, { recursive: true, force: true });
+  return leftForTheEnd.splice(0);
 }
 
 function formatDiff(value, unit) {

@@ -7,7 +7,8 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { makeContext, readmeTables, removeLeftovers, repoRoot } from './lib.mjs';
+import { STOP_SIGNALS, signalExitCode } from '@prun/kit/cli';
+import { leftoverCount, makeContext, readmeTables, removeLeftovers, repoRoot } from './lib.mjs';
 import { writeReadmes } from './readme.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -22,6 +23,17 @@ const files = readdirSync(join(here, 'workloads'))
 if (files.length === 0) {
   process.stdout.write('bench: no workloads' + (filters.length ? ` match ${filters.join(' ')}` : '') + '\n');
 }
+// Ctrl-C or a kill mid-run ends the run as that signal would have, removing the folders of the
+// workloads that have ended. The running workload's stay, and are named: its processes (a batch
+// publishing its interrupted units, after the same Ctrl-C) may still be writing there.
+let endedWorkloadsFolders = 0;
+for (const signal of STOP_SIGNALS) {
+  process.once(signal, () => {
+    const left = removeLeftovers(endedWorkloadsFolders);
+    if (left.length > 0) process.stdout.write(`\nbench: ${signal}: the interrupted workload's folders are left: ${left.join(' ')}\n`);
+    process.exit(signalExitCode(signal));
+  });
+}
 let failures = 0;
 for (const file of files) {
   const workload = await import(pathToFileURL(join(here, 'workloads', file)).href);
@@ -33,6 +45,7 @@ for (const file of files) {
     failures += 1;
     process.stdout.write(`bench: ${file} failed: ${error instanceof Error ? error.message : String(error)}\n`);
   }
+  endedWorkloadsFolders = leftoverCount();
 }
 removeLeftovers();
 if (writeReadmesWanted) {

@@ -101,10 +101,12 @@ function writeFullySync(fd: number, data: Buffer, position: number): void {
  * placeholder CRC and sizes and is rewritten in place once they are known, so no data descriptor
  * is needed. The manifest is made (by `manifestFor`) once the last tail byte has been read and
  * hashed. `tail.bin` always carries ZIP64 sizes (as the Python original wrote it), so a member
- * past 4 GiB needs no different layout. `hasher` defaults to one sized for the tail; `out` is
- * closed when this returns or throws. With `readBack`, every piece of `tail.bin` is read back
- * from the archive file right after it is written (see `TrailingReader`). Returns the manifest
- * written.
+ * past 4 GiB needs no different layout. `hasher` defaults to one sized for the tail that takes
+ * the CRC-32 too; `out` is closed when this returns or throws. With `readBack`, every piece of
+ * `tail.bin` is read back from the archive file right after it is written (see
+ * `TrailingReader`), and tail.bin's CRC-32 is that of the bytes read back (one CRC pass, not
+ * two; they are proved equal to the copied bytes by SHA-256), so `hasher` need not take one.
+ * Returns the manifest written.
  */
 export async function writeArchive(
   out: FileHandle,
@@ -114,7 +116,11 @@ export async function writeArchive(
   hasher?: ChunkHasher,
   readBack?: TrailingReader,
 ): Promise<Manifest> {
-  const ownHasher = hasher ?? createChunkHasher(tail.sizeAtOpen);
+  if (readBack === undefined && hasher?.takesCrc32 === false) {
+    await out.close();
+    throw new TypeError('writeArchive: without a read-back, the hasher must take the CRC-32 (crc32: true)');
+  }
+  const ownHasher = hasher ?? createChunkHasher(tail.sizeAtOpen, { crc32: readBack === undefined });
   try {
     const mtime = new Date();
     const tailMember = { name: TAIL_MEMBER, size: 0, crc32: 0, localHeaderOffset: 0, forceZip64: true, mtime, mode: MEMBER_MODE };
@@ -122,20 +128,13 @@ export async function writeArchive(
     await writeFully(out, placeholder, 0);
     const dataStart = placeholder.length;
     readBack?.begin(dataStart);
-    const copy = await copyBounded(
-      tail,
-      io,
-      ownHasher,
-      (chunk, position) => {
-        writeFullySync(out.fd, chunk, dataStart + position);
-        // Once the write has returned, the file holds these bytes: read them back from it now.
-        return readBack?.follow(dataStart + position, chunk.length);
-      },
-      // With a read-back, tail.bin's CRC-32 is that of the bytes read back from the archive file
-      // (one CRC pass, not two); they are proved equal to the copied bytes by SHA-256.
-      { crc32: readBack === undefined },
-    );
-    Object.assign(tailMember, { size: copy.bytesCopied, crc32: readBack === undefined ? copy.crc32 : readBack.crc32() });
+    const copy = await copyBounded(tail, io, ownHasher, (chunk, position) => {
+      writeFullySync(out.fd, chunk, dataStart + position);
+      // Once the write has returned, the file holds these bytes: read them back from it now.
+      return readBack?.follow(dataStart + position, chunk.length);
+    });
+    const crc = readBack === undefined ? copy.crc32! : crcReadBack(await readBack.finish());
+    Object.assign(tailMember, { size: copy.bytesCopied, crc32: crc });
     const manifest = manifestFor(copy);
     const body = manifestBytes(manifest);
     const manifestMember: MemberRecord = {
@@ -222,46 +221,52 @@ export interface ReadBackRegion {
   crc32: number;
 }
 
+/** tail.bin's CRC-32 from the read-back (0 once the read-back has failed: nothing will be published). */
+function crcReadBack(readBack: ReadBack): number {
+  return 'failure' in readBack ? 0 : readBack.crc32;
+}
+
 /**
  * The validation's read of `tail.bin`, moved forward so it overlaps the copy: a second reader
  * that trails the writer through its own read-only descriptor of the temporary archive, reading
  * each piece of the data region back from the file (never from the buffers that were written)
- * as soon as the write has returned, into its own slots of the hasher (stream 1, hashed on the
- * same thread as the copy's stream 0, while this thread reads and writes). `validateArchive`
- * then checks, against the closed file, that `tail.bin`'s data is exactly the region read back.
- * A failure to open or read is kept and reported there, in the contract's order.
+ * as soon as the write has returned, into the slots of its own hasher, which takes their SHA-256
+ * and CRC-32 (on its thread, for a large tail, while this thread copies and hashes the copy).
+ * `validateArchive` then checks, against the closed file, that `tail.bin`'s data is exactly the
+ * region read back. A failure to open or read is kept and reported there, in the contract's order.
  */
 export class TrailingReader {
   private start = -1;
   private length = 0;
-  private crc = 0;
   private failure: unknown = undefined;
   private readonly cycle: SlotCycle | undefined;
+  private finished: Promise<ReadBack> | undefined;
 
   private constructor(
     private readonly handle: FileHandle | undefined,
     private readonly hasher: ChunkHasher,
-    private readonly stream: number,
     failure: unknown,
   ) {
     this.failure = failure;
-    this.cycle = failure === undefined ? new SlotCycle(hasher, stream) : undefined;
+    this.cycle = failure === undefined ? new SlotCycle(hasher) : undefined;
   }
 
   /**
    * Open `path` read-only (never following a symlink) and make sure it is the very file `writer`
-   * writes (same device and inode), for reading it back into `hasher`'s `stream` (default 1).
+   * writes (same device and inode), for reading it back into `hasher`, which must take the
+   * CRC-32 too (`createChunkHasher(size, { crc32: true })`).
    */
-  static async open(path: string, writer: FileHandle, hasher: ChunkHasher, stream = 1): Promise<TrailingReader> {
+  static async open(path: string, writer: FileHandle, hasher: ChunkHasher): Promise<TrailingReader> {
+    if (!hasher.takesCrc32) throw new TypeError('TrailingReader.open: the hasher must take the CRC-32 (crc32: true)');
     let handle: FileHandle | undefined;
     try {
       handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
       const [mine, written] = await Promise.all([handle.stat(), writer.stat()]);
       if (mine.dev !== written.dev || mine.ino !== written.ino) throw new ZipFormatError(`${path} is not the file being written`);
-      return new TrailingReader(handle, hasher, stream, undefined);
+      return new TrailingReader(handle, hasher, undefined);
     } catch (error) {
       await handle?.close().catch(() => undefined);
-      return new TrailingReader(undefined, hasher, stream, error);
+      return new TrailingReader(undefined, hasher, error);
     }
   }
 
@@ -273,7 +278,7 @@ export class TrailingReader {
 
   /** Read back the `length` bytes just written at `position` (each call continues the last). */
   async follow(position: number, length: number): Promise<void> {
-    if (this.failure !== undefined || this.handle === undefined || this.cycle === undefined) return;
+    if (this.failure !== undefined || this.handle === undefined || this.cycle === undefined || this.finished !== undefined) return;
     if (position !== this.start + this.length) {
       this.failure = new ZipFormatError(`the read-back of ${TAIL_MEMBER} lost its place (at ${this.start + this.length}, asked for ${position})`);
       return;
@@ -288,21 +293,21 @@ export class TrailingReader {
         return;
       }
       this.cycle.push(piece);
-      this.crc = crc32(piece, this.crc);
       done += piece.length;
       this.length += piece.length;
     }
   }
 
-  /** The CRC-32 of what was read back so far (0 once the read-back has failed: nothing will be published). */
-  crc32(): number {
-    return this.failure === undefined ? this.crc >>> 0 : 0;
+  /** What was read back, once its last piece is hashed; the same answer however often it is asked (nothing more is read after it). */
+  finish(): Promise<ReadBack> {
+    this.finished ??= this.settle();
+    return this.finished;
   }
 
-  /** What was read back, once its last piece is hashed. */
-  async finish(): Promise<ReadBack> {
+  private async settle(): Promise<ReadBack> {
     if (this.failure !== undefined) return { failure: this.failure };
-    return { start: this.start, length: this.length, sha256: await this.hasher.digest(this.stream), crc32: this.crc >>> 0 };
+    const digest = await this.hasher.digest();
+    return { start: this.start, length: this.length, sha256: digest.sha256, crc32: digest.crc32 ?? 0 };
   }
 
   async close(): Promise<void> {
@@ -310,20 +315,24 @@ export class TrailingReader {
   }
 }
 
-/** SHA-256 and CRC-32 of `length` bytes at `start`, read into the hasher's slots ahead of the hash. */
-async function digestRange(handle: FileHandle, start: number, length: number, hasher: ChunkHasher): Promise<{ sha256: string; crc32: number }> {
-  const cycle = new SlotCycle(hasher);
-  let crc = 0;
-  for (let position = 0; position < length; ) {
-    const slot = await cycle.take();
-    const chunk = slot.subarray(0, Math.min(slot.length, length - position));
-    // Direct system calls, as in the copy (see writeFullySync).
-    readExactlySync(handle.fd, chunk, start + position);
-    cycle.push(chunk);
-    crc = crc32(chunk, crc);
-    position += chunk.length;
+/** SHA-256 and CRC-32 of `length` bytes at `start`, read into the slots of a hasher that takes both, ahead of the hash. */
+async function digestRange(handle: FileHandle, start: number, length: number): Promise<{ sha256: string; crc32: number }> {
+  const hasher = createChunkHasher(length, { crc32: true });
+  try {
+    const cycle = new SlotCycle(hasher);
+    for (let position = 0; position < length; ) {
+      const slot = await cycle.take();
+      const chunk = slot.subarray(0, Math.min(slot.length, length - position));
+      // Direct system calls, as in the copy (see writeFullySync).
+      readExactlySync(handle.fd, chunk, start + position);
+      cycle.push(chunk);
+      position += chunk.length;
+    }
+    const digest = await hasher.digest();
+    return { sha256: digest.sha256, crc32: digest.crc32 ?? 0 };
+  } finally {
+    await hasher.close();
   }
-  return { sha256: await hasher.digest(), crc32: crc >>> 0 };
 }
 
 /** The read-back, provided it covered exactly `tail.bin`'s data in the closed archive; else why not. */
@@ -346,22 +355,21 @@ function checkCrc(entry: CentralEntry, actual: number): void {
  * shares nothing with the writer but the format: exactly the two members, both STORED, each
  * CRC-32 right, the archived manifest equal to `expected`, and `tail.bin` of the expected length
  * and SHA-256 (`expected.bytes_copied`, `expected.sha256`). Every failure is a SnapshotError with
- * exit 5. `tail.bin` is read in large pieces while `hasher` (by default one sized for it) hashes
- * the previous ones, never held in memory.
+ * exit 5. `tail.bin` is read in large pieces while a hasher sized for it (a worker thread for a
+ * large one) takes the SHA-256 and CRC-32 of the previous ones, never held in memory.
  *
  * With `readBack` (what a `TrailingReader` read of this file while it was written), `tail.bin`
  * is not read a second time: its data offset and size in the closed archive must be exactly the
  * region read back (else `archive did not validate: ...`, where a failed read would fail), and
  * the CRC-32, length and SHA-256 checks use what was read back.
  */
-export async function validateArchive(path: string, expected: Record<string, unknown>, hasher?: ChunkHasher, readBack?: ReadBack): Promise<void> {
+export async function validateArchive(path: string, expected: Record<string, unknown>, readBack?: ReadBack): Promise<void> {
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');
   } catch (error) {
     throw invalid(`archive did not validate: ${osErrorText(error)}`);
   }
-  let ownHasher: ChunkHasher | undefined;
   try {
     const readAt = (position: number, length: number) => readExactly(handle, Buffer.allocUnsafe(length), position);
     let entries: CentralEntry[];
@@ -397,8 +405,7 @@ export async function validateArchive(path: string, expected: Record<string, unk
           tailLength = region.length;
           tailDigest = region.sha256;
         } else if (entry.name === TAIL_MEMBER) {
-          ownHasher = hasher ?? createChunkHasher(entry.compressedSize);
-          const digest = await digestRange(handle, start, entry.compressedSize, ownHasher);
+          const digest = await digestRange(handle, start, entry.compressedSize);
           checkCrc(entry, digest.crc32);
           tailLength = entry.compressedSize;
           tailDigest = digest.sha256;
@@ -416,7 +423,6 @@ export async function validateArchive(path: string, expected: Record<string, unk
     if (tailLength !== expected.bytes_copied) throw invalid('tail.bin length disagrees with manifest');
     if (tailDigest !== expected.sha256) throw invalid('tail.bin digest disagrees with manifest');
   } finally {
-    if (hasher === undefined) await ownHasher?.close();
     await handle.close();
   }
 }

@@ -1,30 +1,27 @@
 import { createHash, type Hash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
+import { crc32 } from 'node:zlib';
 
 /**
- * SHA-256 over a sequence of chunks that live in a fixed set of reusable buffers (`slots`).
- * `push` hands a chunk over and returns a ticket at once; the chunk's memory may be refilled once
- * its ticket is done (`waitSync`, `wait`). `update` is `push` and `wait` in one. `digest` returns
- * the hex digest of everything pushed since the last digest and starts a new hash.
+ * SHA-256 (and, when asked for, CRC-32) over a sequence of chunks that live in a fixed set of
+ * reusable buffers (`slots`). `push` hands a chunk over and returns a ticket at once; the chunk's
+ * memory may be refilled once its ticket is done (`waitSync`, `wait`). `update` is `push` and
+ * `wait` in one. `digest` returns the digest of everything pushed since the last digest and
+ * starts afresh.
  *
  * For a large stream the hashing runs on a worker thread reading the slots in place (they are
- * views of one SharedArrayBuffer), so SHA-256 on one core overlaps reading, CRC-32 and writing
- * on the other: SHA-256 is the most expensive step of a snapshot and cannot be split. The two
- * threads hand chunks over through shared counters (Atomics), not messages, so a chunk costs
- * no event-loop turn on either side.
+ * views of one SharedArrayBuffer), so SHA-256 on one core overlaps the reads and writes on the
+ * other: SHA-256 is the most expensive step of a snapshot and cannot be split. The two threads
+ * hand chunks over through shared counters (Atomics), not messages, so a chunk costs no
+ * event-loop turn on either side.
  */
 export interface ChunkHasher {
-  /** The slots of stream 0 (`slotsOf(0)`). */
+  /** The reusable buffers chunks live in. */
   readonly slots: readonly Buffer[];
-  /** How many independent hashes this hasher keeps (each with its own slots). */
-  readonly streams: number;
-  /** The reusable slots of `stream`: chunks of that stream live in them. */
-  slotsOf(stream: number): readonly Buffer[];
-  /**
-   * Queue `chunk` (a view of one of this hasher's slots) for the hash of `stream` (default 0),
-   * after everything pushed before to any stream; returns its ticket.
-   */
-  push(chunk: Buffer, stream?: number): number;
+  /** Whether `digest` gives the CRC-32 too (`createChunkHasher`'s `crc32` option). */
+  readonly takesCrc32: boolean;
+  /** Queue `chunk` (a view of one of `slots`) after everything pushed before; returns its ticket. */
+  push(chunk: Buffer): number;
   /**
    * Block the calling thread for at most `timeoutMs` until the chunk of `ticket` is hashed;
    * true once it is. Nothing else runs meanwhile, so callers keep the timeout short and fall
@@ -33,18 +30,27 @@ export interface ChunkHasher {
   waitSync(ticket: number, timeoutMs: number): boolean;
   /** Resolves once the chunk of `ticket` is hashed; rejects if hashing failed. */
   wait(ticket: number): Promise<void>;
-  update(chunk: Buffer, stream?: number): Promise<void>;
-  /** The hex digest of everything pushed to `stream` (default 0) since its last digest; starts it afresh. */
-  digest(stream?: number): Promise<string>;
+  update(chunk: Buffer): Promise<void>;
+  /** The digest of everything pushed since the last digest; starts afresh. */
+  digest(): Promise<ChunkDigest>;
   close(): Promise<void>;
 }
 
+/** What a hasher took of its chunks: SHA-256 (hex), and CRC-32 when it was made to take one (else null). */
+export interface ChunkDigest {
+  sha256: string;
+  crc32: number | null;
+}
+
 /**
- * Each slot holds one read of the tail (at most 1 MiB); four of them keep the reader and the
- * writer ahead of the hash while memory stays a few MiB (a worker thread itself costs about 9).
+ * Each slot holds one read of the tail (at most 1 MiB). On a thread, two let the caller fill one
+ * while the thread hashes the other: the snapshot's read-back, the thread's stream, hands it a
+ * piece once per copied piece, and the copy between two pieces (a read, its SHA-256, a write, the
+ * read back) takes longer than the thread's SHA-256 and CRC-32 of one, so more slots would only
+ * add peak memory (a worker thread itself costs about 9 MiB).
  */
 export const SLOT_BYTES = 1024 * 1024;
-const SLOT_COUNT = 4;
+const THREAD_SLOT_COUNT = 2;
 /** Below this many bytes a worker thread (about 30 ms and 10 MiB to start) does not pay off. */
 export const THREAD_THRESHOLD_BYTES = 32 * 1024 * 1024;
 
@@ -61,62 +67,33 @@ const ALLOCATION_HEADER_BYTES = 16;
  * 1 MiB reads, 0.50 s of system time against 0.15 s page-aligned; writes alike). The block's own
  * address is not visible to JavaScript, so the slots start one page less the allocation header in;
  * should an allocator return page-aligned blocks instead, they start 16 bytes before a boundary,
- * which measures as fast as aligned.
+ * which measures as fast as aligned. `slotBytes` is a whole number of pages whenever `count` > 1.
  */
 export function pageAlignedSlots<T extends ArrayBufferLike>(make: (bytes: number) => T, slotBytes: number, count: number): { memory: T; slots: Buffer[] } {
-  const { memory, byStream } = slotsForStreams(make, [{ slotBytes, count }]);
-  return { memory, slots: byStream[0]! };
-}
-
-/** How many slots of how many bytes a stream of a hasher gets. */
-interface StreamLayout {
-  slotBytes: number;
-  count: number;
-}
-
-/** One block holding every stream's slots side by side, each on a page boundary (see pageAlignedSlots) when the slots before it are whole pages. */
-function slotsForStreams<T extends ArrayBufferLike>(make: (bytes: number) => T, layouts: readonly StreamLayout[]): { memory: T; byStream: Buffer[][] } {
   const lead = PAGE_BYTES - ALLOCATION_HEADER_BYTES;
-  const memory = make(lead + layouts.reduce((sum, layout) => sum + layout.slotBytes * layout.count, 0));
-  let offset = lead;
-  const byStream = layouts.map((layout) =>
-    Array.from({ length: layout.count }, () => {
-      const slot = Buffer.from(memory, offset, layout.slotBytes);
-      offset += layout.slotBytes;
-      return slot;
-    }),
-  );
-  return { memory, byStream };
-}
-
-function checkStream(stream: number, streams: number): void {
-  if (!Number.isInteger(stream) || stream < 0 || stream >= streams) throw new RangeError(`no hash stream ${stream} (this hasher has ${streams})`);
+  const memory = make(lead + slotBytes * count);
+  const slots = Array.from({ length: count }, (_, index) => Buffer.from(memory, lead + index * slotBytes, slotBytes));
+  return { memory, slots };
 }
 
 class InlineHasher implements ChunkHasher {
   readonly slots: readonly Buffer[];
-  private readonly byStream: Buffer[][];
-  private readonly hashes: Hash[];
+  private hash: Hash = createHash('sha256');
+  private crc = 0;
   private pushed = 0;
 
-  readonly streams: number;
-
-  constructor(layouts: readonly StreamLayout[]) {
-    this.streams = layouts.length;
-    ({ byStream: this.byStream } = slotsForStreams((bytes) => new ArrayBuffer(bytes), layouts));
-    this.slots = this.byStream[0]!;
-    this.hashes = this.byStream.map(() => createHash('sha256'));
-  }
-
-  slotsOf(stream: number): readonly Buffer[] {
-    checkStream(stream, this.streams);
-    return this.byStream[stream]!;
+  constructor(
+    slotBytes: number,
+    readonly takesCrc32: boolean,
+  ) {
+    // Hashed before push returns, a slot is free again at once: one is enough.
+    ({ slots: this.slots } = pageAlignedSlots((bytes) => new ArrayBuffer(bytes), slotBytes, 1));
   }
 
   // Hashed before push returns: every ticket is done at once.
-  push(chunk: Buffer, stream = 0): number {
-    checkStream(stream, this.streams);
-    this.hashes[stream]!.update(chunk);
+  push(chunk: Buffer): number {
+    this.hash.update(chunk);
+    if (this.takesCrc32) this.crc = crc32(chunk, this.crc);
     return this.pushed++;
   }
 
@@ -128,24 +105,16 @@ class InlineHasher implements ChunkHasher {
     return Promise.resolve();
   }
 
-  update(chunk: Buffer, stream = 0): Promise<void> {
-    try {
-      this.push(chunk, stream);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  update(chunk: Buffer): Promise<void> {
+    this.push(chunk);
     return Promise.resolve();
   }
 
-  digest(stream = 0): Promise<string> {
-    try {
-      checkStream(stream, this.streams);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const hex = this.hashes[stream]!.digest('hex');
-    this.hashes[stream] = createHash('sha256');
-    return Promise.resolve(hex);
+  digest(): Promise<ChunkDigest> {
+    const digest = { sha256: this.hash.digest('hex'), crc32: this.takesCrc32 ? this.crc >>> 0 : null };
+    this.hash = createHash('sha256');
+    this.crc = 0;
+    return Promise.resolve(digest);
   }
 
   close(): Promise<void> {
@@ -154,27 +123,28 @@ class InlineHasher implements ChunkHasher {
 }
 
 // The shared control block: two counters the threads hand chunks over with, a stop flag, and a
-// ring of [byteOffset, length, stream] entries, one per pushed request (length -1 asks for that
-// stream's digest).
+// ring of [byteOffset, length] entries, one per pushed request (length -1 asks for the digest).
 const POSTED = 0; // requests pushed so far (written by the caller's thread)
 const HASHED = 1; // requests finished so far (written by the worker)
 const STOP = 2;
 const RING_AT = 4;
-const RING_ENTRY = 3;
+const RING_ENTRY = 2;
 const DIGEST_REQUEST = -1;
 
-// The worker: wait until a request is posted, add that range of the shared memory to its
-// stream's hash (or post the stream's hex digest back and start it afresh), count it finished,
-// wake a waiting caller; repeat until told to stop. It never returns to its event loop, so a
-// chunk costs it no message.
+// The worker: wait until a request is posted, add that range of the shared memory to the hash
+// (and the CRC-32, when asked to take one), or post the digest back and start afresh; count it
+// finished, wake a waiting caller; repeat until told to stop. It never returns to its event
+// loop, so a chunk costs it no message.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
+const { crc32 } = require('node:zlib');
 const memory = Buffer.from(workerData.memory);
 const control = new Int32Array(workerData.control);
-const ring = workerData.ring;
+const { ring, takesCrc32 } = workerData;
 (function serve() {
-  const hashes = Array.from({ length: workerData.streams }, () => createHash('sha256'));
+  let hash = createHash('sha256');
+  let crc = 0;
   for (let request = 0; ; request += 1) {
     while (Atomics.load(control, ${POSTED}) === request) {
       if (Atomics.load(control, ${STOP}) !== 0) return;
@@ -183,12 +153,14 @@ const ring = workerData.ring;
     const at = ${RING_AT} + ${RING_ENTRY} * (request % ring);
     const offset = control[at];
     const length = control[at + 1];
-    const stream = control[at + 2];
     if (length === ${DIGEST_REQUEST}) {
-      parentPort.postMessage(hashes[stream].digest('hex'));
-      hashes[stream] = createHash('sha256');
+      parentPort.postMessage({ sha256: hash.digest('hex'), crc32: takesCrc32 ? crc >>> 0 : null });
+      hash = createHash('sha256');
+      crc = 0;
     } else {
-      hashes[stream].update(memory.subarray(offset, offset + length));
+      const chunk = memory.subarray(offset, offset + length);
+      hash.update(chunk);
+      if (takesCrc32) crc = crc32(chunk, crc);
     }
     Atomics.store(control, ${HASHED}, request + 1);
     Atomics.notify(control, ${HASHED});
@@ -201,36 +173,31 @@ const WAIT_SLICE_MS = 5;
 
 class ThreadHasher implements ChunkHasher {
   readonly slots: readonly Buffer[];
-  private readonly byStream: Buffer[][];
   private readonly memory: SharedArrayBuffer;
   private readonly control: Int32Array;
   private readonly ring: number;
   private readonly worker: Worker;
   private pushed = 0;
   // Digests come back as messages, in the order they were asked for.
-  private readonly digests: { resolve(hex: string): void; reject(error: unknown): void }[] = [];
+  private readonly digests: { resolve(digest: ChunkDigest): void; reject(error: unknown): void }[] = [];
   private failure: unknown = null;
 
-  readonly streams: number;
-
-  constructor(layouts: readonly StreamLayout[]) {
-    this.streams = layouts.length;
-    ({ memory: this.memory, byStream: this.byStream } = slotsForStreams((bytes) => new SharedArrayBuffer(bytes), layouts));
-    this.slots = this.byStream[0]!;
+  constructor(readonly takesCrc32: boolean) {
+    ({ memory: this.memory, slots: this.slots } = pageAlignedSlots((bytes) => new SharedArrayBuffer(bytes), SLOT_BYTES, THREAD_SLOT_COUNT));
     // Room for every slot in flight plus digest requests; a caller always waits for a slot's
     // ticket before refilling it, so the ring never laps an unfinished request.
-    this.ring = 4 * layouts.reduce((sum, layout) => sum + layout.count, 0) + 4;
+    this.ring = 4 * THREAD_SLOT_COUNT + 4;
     this.control = new Int32Array(new SharedArrayBuffer(4 * (RING_AT + RING_ENTRY * this.ring)));
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { memory: this.memory, control: this.control.buffer, ring: this.ring, streams: this.streams },
+      workerData: { memory: this.memory, control: this.control.buffer, ring: this.ring, takesCrc32 },
       stdout: false,
       stderr: false,
       // The worker only hashes: a small heap keeps its memory small (Node's own start-up in
       // a worker needs about 5 MiB of old generation).
       resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 1 },
     });
-    this.worker.on('message', (hex: unknown) => this.digests.shift()?.resolve(String(hex)));
+    this.worker.on('message', (digest: ChunkDigest) => this.digests.shift()?.resolve(digest));
     this.worker.on('error', (error) => this.fail(new Error(`the hashing thread failed: ${error.message}`)));
     this.worker.on('exit', (code) => this.fail(new Error(`the hashing thread stopped (exit ${code})`)));
   }
@@ -240,29 +207,22 @@ class ThreadHasher implements ChunkHasher {
     for (const waiter of this.digests.splice(0)) waiter.reject(this.failure);
   }
 
-  slotsOf(stream: number): readonly Buffer[] {
-    checkStream(stream, this.streams);
-    return this.byStream[stream]!;
-  }
-
-  private post(offset: number, length: number, stream: number): number {
+  private post(offset: number, length: number): number {
     if (this.failure !== null) throw this.failure;
-    checkStream(stream, this.streams);
     const ticket = this.pushed;
     if (ticket - Atomics.load(this.control, HASHED) >= this.ring) throw new Error('ThreadHasher: too many requests in flight');
     const at = RING_AT + RING_ENTRY * (ticket % this.ring);
     this.control[at] = offset;
     this.control[at + 1] = length;
-    this.control[at + 2] = stream;
     this.pushed = ticket + 1;
     Atomics.store(this.control, POSTED, this.pushed);
     Atomics.notify(this.control, POSTED);
     return ticket;
   }
 
-  push(chunk: Buffer, stream = 0): number {
+  push(chunk: Buffer): number {
     if (chunk.buffer !== this.memory) throw new TypeError('ThreadHasher.push: the chunk must be one of its slots');
-    return this.post(chunk.byteOffset, chunk.length, stream);
+    return this.post(chunk.byteOffset, chunk.length);
   }
 
   waitSync(ticket: number, timeoutMs: number): boolean {
@@ -284,18 +244,18 @@ class ThreadHasher implements ChunkHasher {
     }
   }
 
-  update(chunk: Buffer, stream = 0): Promise<void> {
+  update(chunk: Buffer): Promise<void> {
     try {
-      return this.wait(this.push(chunk, stream));
+      return this.wait(this.push(chunk));
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  digest(stream = 0): Promise<string> {
+  digest(): Promise<ChunkDigest> {
     if (this.failure !== null) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
-      this.post(0, DIGEST_REQUEST, stream);
+      this.post(0, DIGEST_REQUEST);
       this.digests.push({ resolve, reject });
     });
   }
@@ -308,33 +268,23 @@ class ThreadHasher implements ChunkHasher {
   }
 }
 
-/**
- * Slots of a stream after the first: it trails the first (the snapshot's read-back of what the
- * copy just wrote), each of its pieces queued behind the first stream's piece of the same bytes.
- * The hash takes requests in order, so the copy can run ahead of the hash by no more than the
- * trailing stream's slots hold: two half-size slots, and then two slots for the first stream
- * (more would only cost peak memory: 3 MiB in all, one less than a single stream's four).
- */
-export const TRAILING_SLOT_BYTES = 512 * 1024;
-const TRAILING_SLOT_COUNT = 2;
-const LEADING_SLOT_COUNT = 2;
+export interface ChunkHasherOptions {
+  /** Take the CRC-32 of the chunks too, where the SHA-256 is taken (default false). */
+  crc32?: boolean;
+  /**
+   * Hash on a worker thread (default: when `expectedBytes` reaches THREAD_THRESHOLD_BYTES).
+   * `false` hashes on the caller's thread as each chunk is pushed: the snapshot's copy does,
+   * as the thread is busy with the read-back (see `snapshotTail`).
+   */
+  thread?: boolean;
+}
 
 /**
- * A hasher for `streams` (default 1) streams of about `expectedBytes` each: threaded when that is
- * large enough to pay off. One thread serves every stream: a second thread would cost about
- * 9 MiB more, and the snapshot's two SHA-256 passes together keep pace with the copy, which has
- * the other core.
+ * A hasher for a stream of about `expectedBytes`: on a worker thread when that is large enough to
+ * pay off (or as `options.thread` says), else inline with one slot sized for it.
  */
-export function createChunkHasher(expectedBytes: number, streams = 1): ChunkHasher {
-  if (!Number.isInteger(streams) || streams < 1) throw new RangeError(`a hasher needs at least one stream, not ${streams}`);
-  if (expectedBytes < THREAD_THRESHOLD_BYTES) {
-    // Hashed inline, a piece is done once pushed: one trailing slot is enough.
-    const slotBytes = Math.max(1, Math.min(SLOT_BYTES, expectedBytes));
-    const first = { slotBytes, count: expectedBytes <= slotBytes ? 1 : 2 };
-    const trailing = { slotBytes: Math.max(1, Math.min(TRAILING_SLOT_BYTES, expectedBytes)), count: 1 };
-    return new InlineHasher([first, ...Array.from({ length: streams - 1 }, () => trailing)]);
-  }
-  const trailing = { slotBytes: TRAILING_SLOT_BYTES, count: TRAILING_SLOT_COUNT };
-  const first = { slotBytes: SLOT_BYTES, count: streams === 1 ? SLOT_COUNT : LEADING_SLOT_COUNT };
-  return new ThreadHasher([first, ...Array.from({ length: streams - 1 }, () => trailing)]);
+export function createChunkHasher(expectedBytes: number, options: ChunkHasherOptions = {}): ChunkHasher {
+  const takesCrc32 = options.crc32 ?? false;
+  if (options.thread ?? expectedBytes >= THREAD_THRESHOLD_BYTES) return new ThreadHasher(takesCrc32);
+  return new InlineHasher(Math.max(1, Math.min(SLOT_BYTES, expectedBytes)), takesCrc32);
 }

@@ -46,7 +46,7 @@ export {
   writeArchive,
   writeFully,
 } from './archive.js';
-export { type ChunkHasher, SLOT_BYTES, THREAD_THRESHOLD_BYTES, createChunkHasher } from './hasher.js';
+export { type ChunkDigest, type ChunkHasher, type ChunkHasherOptions, SLOT_BYTES, THREAD_THRESHOLD_BYTES, createChunkHasher } from './hasher.js';
 export {
   type SnapshotOutcome,
   type SnapshotRequest,

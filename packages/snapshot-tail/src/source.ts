@@ -1,6 +1,5 @@
 import { constants, readSync, type Stats } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
-import { crc32 } from 'node:zlib';
 import type { ChunkHasher } from './hasher.js';
 import { EXIT, SnapshotError, osErrorText } from './errors.js';
 
@@ -73,11 +72,11 @@ export async function openTail(path: string, io: SourceIo = defaultSourceIo): Pr
   }
 }
 
-/** What the bounded read copied: its length, SHA-256 (hex) and CRC-32. */
+/** What the bounded read copied: its length, SHA-256 (hex), and CRC-32 where its hasher took one (else null). */
 export interface CopyResult {
   bytesCopied: number;
   sha256: string;
-  crc32: number;
+  crc32: number | null;
 }
 
 // A loop over the slots blocks at most this long at a time waiting for the hash, then lets the
@@ -100,12 +99,8 @@ export class SlotCycle {
   private current = 0;
   private taken = 0;
 
-  /** The slots of the hasher's `stream` (default 0), whose hash `push` feeds. */
-  constructor(
-    private readonly hasher: ChunkHasher,
-    private readonly stream = 0,
-  ) {
-    this.slots = hasher.slotsOf(stream);
+  constructor(private readonly hasher: ChunkHasher) {
+    this.slots = hasher.slots;
     this.tickets = this.slots.map(() => -1);
   }
 
@@ -119,7 +114,7 @@ export class SlotCycle {
 
   /** Hash `chunk`, a view of the slot `take` gave last, and move on to the next slot. */
   push(chunk: Buffer): void {
-    this.tickets[this.current] = this.hasher.push(chunk, this.stream);
+    this.tickets[this.current] = this.hasher.push(chunk);
     this.current = (this.current + 1) % this.tickets.length;
   }
 }
@@ -127,25 +122,21 @@ export class SlotCycle {
 /**
  * One pass over at most `sizeAtOpen` bytes of the tail from offset 0, in reads of at most 1 MiB
  * into the hasher's reusable slots. Each filled slot goes to the hasher (a worker thread for a
- * large tail) and, while it hashes there, is CRC-checked natively and handed to `sink` (the
- * archive writer) here, so reading, hashing and writing overlap and memory stays the few slots
- * whatever the tail's size. Later appends are never included; an early EOF (a truncated tail)
- * ends the copy short. A read error is a SnapshotError (exit 4); a sink error propagates as it
- * is. Returns once every byte has been hashed and written. With `{ crc32: false }` the caller
- * takes the CRC-32 elsewhere (the snapshot, from its read-back of the archive) and the result's
- * `crc32` is 0.
+ * large tail) and, while it hashes there, is handed to `sink` (the archive writer) here, so
+ * reading, hashing and writing overlap and memory stays the few slots whatever the tail's size.
+ * Later appends are never included; an early EOF (a truncated tail) ends the copy short. A read
+ * error is a SnapshotError (exit 4); a sink error propagates as it is. Returns once every byte has
+ * been hashed and written, with the hasher's digest: its CRC-32 where it takes one (made with
+ * `crc32: true`), else null (the snapshot takes tail.bin's from its read-back of the archive).
  */
 export async function copyBounded(
   tail: OpenTail,
   io: SourceIo,
   hasher: ChunkHasher,
   sink: (chunk: Buffer, position: number) => void | Promise<unknown>,
-  options: { crc32?: boolean } = {},
 ): Promise<CopyResult> {
-  const withCrc = options.crc32 ?? true;
   const cycle = new SlotCycle(hasher);
   let position = 0;
-  let crc = 0;
   for (let eof = false; !eof && position < tail.sizeAtOpen; ) {
     const buffer = await cycle.take();
     const room = Math.min(buffer.length, tail.sizeAtOpen - position);
@@ -168,10 +159,10 @@ export async function copyBounded(
     if (filled === 0) break;
     const chunk = buffer.subarray(0, filled);
     cycle.push(chunk);
-    if (withCrc) crc = crc32(chunk, crc);
     const written = sink(chunk, position);
     if (written instanceof Promise) await written;
     position += filled;
   }
-  return { bytesCopied: position, sha256: await hasher.digest(), crc32: crc >>> 0 };
+  const digest = await hasher.digest();
+  return { bytesCopied: position, sha256: digest.sha256, crc32: digest.crc32 };
 }

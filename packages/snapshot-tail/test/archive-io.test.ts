@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe as baseDescribe, expect } from 'vitest';
@@ -9,8 +10,13 @@ import {
   EXIT,
   SnapshotError,
   THREAD_THRESHOLD_BYTES,
+  TrailingReader,
+  buildManifest,
   createChunkHasher,
   manifestBytes,
+  openTail,
+  writeArchive,
+  type Manifest,
   snapshotTail,
   validateArchive,
   type SourceIo,
@@ -148,13 +154,51 @@ describe('one pass over a large tail', () => {
       }
       for (const chunk of chunks) await inline.update(chunk);
       const expected = sha256(Buffer.concat(chunks));
-      expect(await threaded.digest()).toBe(expected);
-      expect(await inline.digest()).toBe(expected);
+      expect((await threaded.digest()).sha256).toBe(expected);
+      expect((await inline.digest()).sha256).toBe(expected);
       // A digest starts the next hash afresh.
-      expect(await threaded.digest()).toBe(sha256(''));
+      expect((await threaded.digest()).sha256).toBe(sha256(''));
     } finally {
       await threaded.close();
       await inline.close();
+    }
+  });
+});
+
+describe('where a CRC-32 comes from', () => {
+  it('refuses, before a byte is written, a hasher that takes none where the archive needs its CRC from it', async ({ root }) => {
+    const unit = makeUnit(root, 'nocrc', 'some tail bytes');
+    const tail = await openTail(join(unit, 'tail'));
+    const path = join(root, 'out.zip');
+    const out = await open(path, 'w');
+    const hasher = createChunkHasher(100);
+    try {
+      await expect(writeArchive(out, tail, () => ({}) as Manifest, defaultSourceIo, hasher)).rejects.toThrow(TypeError);
+      expect(readFileSync(path)).toHaveLength(0);
+      // The writer's handle was closed (as on every other way out of writeArchive).
+      await expect(out.stat()).rejects.toThrow();
+      await expect(TrailingReader.open(path, out, hasher)).rejects.toThrow('the hasher must take the CRC-32');
+    } finally {
+      await tail.handle.close();
+      await hasher.close();
+    }
+  });
+
+  it('writes, without a read-back, the CRC-32 its own hasher took on the thread', async ({ root }) => {
+    const payload = Buffer.alloc(THREAD_THRESHOLD_BYTES + 3, 7);
+    const unit = makeUnit(root, 'thread-crc', payload);
+    const tail = await openTail(join(unit, 'tail'));
+    const path = join(root, 'out.zip');
+    try {
+      const manifest = await writeArchive(await open(path, 'w'), tail, (copy) =>
+        buildManifest({ capturedAt: new Date(), sourcePath: tail.path, sizeAtOpen: tail.sizeAtOpen, copy }),
+      );
+      await validateArchive(path, manifest as unknown as Record<string, unknown>);
+      const back = await readArchive(path);
+      expect(back.members.get('tail.bin')!.equals(payload)).toBe(true);
+      if (HAVE_UNZIP) expect(spawnSync('unzip', ['-tq', path], { encoding: 'utf8' }).status).toBe(0);
+    } finally {
+      await tail.handle.close();
     }
   });
 });

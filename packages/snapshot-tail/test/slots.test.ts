@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { SLOT_BYTES, THREAD_THRESHOLD_BYTES, createChunkHasher, pageAlignedSlots } from '../src/hasher.js';
 
@@ -21,31 +22,34 @@ describe('reusable slots', () => {
     expect(memory.byteLength).toBe(LEAD + 4 * 1024 * 1024);
   });
 
-  it('are what both hashers hand out, threaded and inline, for every stream', async () => {
+  it('are what both hashers hand out, threaded and inline', async () => {
     const hashers = [
       createChunkHasher(THREAD_THRESHOLD_BYTES),
+      createChunkHasher(THREAD_THRESHOLD_BYTES, { crc32: true }),
       createChunkHasher(3 * 1024 * 1024),
+      createChunkHasher(THREAD_THRESHOLD_BYTES, { thread: false }),
       createChunkHasher(5000),
-      createChunkHasher(THREAD_THRESHOLD_BYTES, 2),
-      createChunkHasher(3 * 1024 * 1024, 2),
     ];
     try {
       for (const hasher of hashers) {
-        expect(hasher.slots).toBe(hasher.slotsOf(0));
-        const all = Array.from({ length: hasher.streams }, (_, stream) => hasher.slotsOf(stream)).flat();
-        for (const slot of all) {
+        for (const slot of hasher.slots) {
           expect(slot.byteOffset % PAGE).toBe(LEAD);
           expect(slot.length).toBeLessThanOrEqual(SLOT_BYTES);
         }
         // No two slots share a byte.
-        const ranges = all.map((slot) => [slot.byteOffset, slot.byteOffset + slot.length] as const).sort((a, b) => a[0] - b[0]);
+        const ranges = hasher.slots.map((slot) => [slot.byteOffset, slot.byteOffset + slot.length] as const).sort((a, b) => a[0] - b[0]);
         ranges.slice(1).forEach((range, index) => expect(range[0]).toBeGreaterThanOrEqual(ranges[index]![1]));
       }
-      // The snapshot's two threaded streams together hold no more than one stream's four slots.
-      const two = hashers[3]!;
-      const bytes = [0, 1].flatMap((stream) => two.slotsOf(stream)).reduce((sum, slot) => sum + slot.length, 0);
-      expect(bytes).toBeLessThanOrEqual(4 * SLOT_BYTES);
-      expect(() => two.slotsOf(2)).toThrow(RangeError);
+      // A thread hashes from shared memory, two slots of 1 MiB (one filled while the other is
+      // hashed); inline, a chunk is hashed as it is pushed, so one slot sized for the stream does.
+      expect(hashers.map((hasher) => hasher.slots.map((slot) => slot.length))).toEqual([
+        [SLOT_BYTES, SLOT_BYTES],
+        [SLOT_BYTES, SLOT_BYTES],
+        [SLOT_BYTES],
+        [SLOT_BYTES],
+        [5000],
+      ]);
+      expect(hashers.map((hasher) => hasher.slots[0]!.buffer instanceof SharedArrayBuffer)).toEqual([true, true, false, false, false]);
     } finally {
       for (const hasher of hashers) await hasher.close();
     }
@@ -67,40 +71,41 @@ describe('the hashing thread', () => {
       expect(tickets).toEqual(pieces.map((_, index) => index));
       await Promise.all(tickets.map((ticket) => hasher.wait(ticket)));
       expect(tickets.every((ticket) => hasher.waitSync(ticket, 0))).toBe(true);
-      expect(await hasher.digest()).toBe(sha256(Buffer.concat(pieces)));
+      expect((await hasher.digest()).sha256).toBe(sha256(Buffer.concat(pieces)));
       const again = hasher.slots[0]!.subarray(0, 10);
       again.fill(9);
       hasher.push(again);
-      expect(await hasher.digest()).toBe(sha256(Buffer.alloc(10, 9)));
+      expect((await hasher.digest()).sha256).toBe(sha256(Buffer.alloc(10, 9)));
     } finally {
       await hasher.close();
     }
   });
 
   it.for([
-    { name: 'threaded', expected: THREAD_THRESHOLD_BYTES },
-    { name: 'inline', expected: 3 * 1024 * 1024 },
-  ])('keeps two streams apart when their pieces interleave ($name)', async ({ expected }) => {
-    const hasher = createChunkHasher(expected, 2);
+    { name: 'threaded', options: {} },
+    { name: 'inline', options: { thread: false } },
+  ])('takes the CRC-32 beside the SHA-256 when asked to, and starts both afresh ($name)', async ({ options }) => {
+    const withCrc = createChunkHasher(THREAD_THRESHOLD_BYTES, { ...options, crc32: true });
+    const without = createChunkHasher(THREAD_THRESHOLD_BYTES, options);
     try {
-      const first: Buffer[] = [];
-      const second: Buffer[] = [];
+      const pieces: Buffer[] = [];
       for (let round = 0; round < 5; round += 1) {
-        const [a, b] = [hasher.slotsOf(0)[round % hasher.slotsOf(0).length]!, hasher.slotsOf(1)[round % hasher.slotsOf(1).length]!];
-        a.fill(round + 1, 0, 3000);
-        b.fill(round + 101, 0, 2000);
-        first.push(Buffer.from(a.subarray(0, 3000)));
-        second.push(Buffer.from(b.subarray(0, 2000)));
-        await hasher.wait(hasher.push(a.subarray(0, 3000), 0));
-        await hasher.update(b.subarray(0, 2000), 1);
+        for (const hasher of [withCrc, without]) {
+          const slot = hasher.slots[round % hasher.slots.length]!;
+          slot.fill(round + 1, 0, 3000 + round);
+          await hasher.update(slot.subarray(0, 3000 + round));
+        }
+        pieces.push(Buffer.alloc(3000 + round, round + 1));
       }
-      // Digests in either order, each of its own stream only.
-      expect(await hasher.digest(1)).toBe(sha256(Buffer.concat(second)));
-      expect(await hasher.digest(0)).toBe(sha256(Buffer.concat(first)));
-      expect(await hasher.digest(1)).toBe(sha256(Buffer.alloc(0)));
-      expect(() => hasher.push(hasher.slotsOf(1)[0]!.subarray(0, 1), 2)).toThrow(RangeError);
+      const all = Buffer.concat(pieces);
+      expect(withCrc.takesCrc32).toBe(true);
+      expect(without.takesCrc32).toBe(false);
+      expect(await withCrc.digest()).toEqual({ sha256: sha256(all), crc32: crc32(all) });
+      expect(await without.digest()).toEqual({ sha256: sha256(all), crc32: null });
+      expect(await withCrc.digest()).toEqual({ sha256: sha256(Buffer.alloc(0)), crc32: 0 });
     } finally {
-      await hasher.close();
+      await withCrc.close();
+      await without.close();
     }
   });
 
